@@ -1,0 +1,17 @@
+//! Parse arbitrary datagrams; whatever parses must re-emit and re-parse unchanged.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rondo_ud::wire;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok((repr, payload)) = wire::parse(data) else {
+        return;
+    };
+    let mut buf = vec![0; repr.buffer_len()];
+    let header_len = repr.emit(&mut buf).expect("a parsed Repr emits");
+    buf[header_len..header_len + payload.len()].copy_from_slice(payload);
+    let (reparsed, repayload) = wire::parse(&buf).expect("emitted packet parses");
+    assert_eq!(reparsed, repr);
+    assert_eq!(repayload, payload);
+});

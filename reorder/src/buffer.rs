@@ -1,0 +1,428 @@
+//! The receiver NIC's in-order reorder buffer: fixed-size slots carved from one
+//! [`Arena`], shared by all flows, with OOD and RBO accounting (DESIGN.md, Metrics).
+
+use crate::{Arena, HugePages, Psn, ReorderError};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+
+/// How a [`ReorderBuffer`] is sized.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferConfig {
+    /// Bytes of slots shared by all flows; the buffer holds `capacity_bytes / slot_size`
+    /// slots (0 is allowed: then only in-order packets are accepted).
+    pub capacity_bytes: usize,
+    /// Bytes of one slot: the largest payload a packet can carry.
+    pub slot_size: usize,
+    /// Whether the arena uses huge pages.
+    pub huge_pages: HugePages,
+    /// A PSN at or beyond `expected + max_distance` is rejected as
+    /// [`Outcome::OutOfWindow`]; taken to lie in `1..=2^31 - 1`.
+    pub max_distance: u32,
+}
+
+impl Default for BufferConfig {
+    /// 1.2 MB (1200 KB) of 1500-byte slots (819 slots), huge pages when available,
+    /// PSNs up to 2^20 ahead.
+    fn default() -> Self {
+        BufferConfig {
+            capacity_bytes: 1_228_800,
+            slot_size: 1500,
+            huge_pages: HugePages::Auto,
+            max_distance: 1 << 20,
+        }
+    }
+}
+
+/// Names a flow of a [`ReorderBuffer`]; ids are not reused after
+/// [`ReorderBuffer::remove_flow`] (until the 32-bit counter wraps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowId(pub u32);
+
+/// What [`ReorderBuffer::arrive`] did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The PSN was the expected one: `expected` advanced by one and nothing was copied;
+    /// the caller places the payload itself, then drains with [`ReorderBuffer::pop_ready`].
+    InOrder,
+    /// A PSN after the expected one, copied into a free slot.
+    Buffered,
+    /// A PSN before the expected one, or already held: nothing changed.
+    Duplicate,
+    /// A PSN after the expected one with no free slot: dropped, for the sender to resend
+    /// (the engine NAKs it, paper §6.2.1). The expected PSN itself is never refused.
+    Full,
+    /// A PSN at least `max_distance` after the expected one: dropped.
+    OutOfWindow,
+}
+
+/// The result of one arrival, with the metrics sampled just before it was applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// What happened to the packet.
+    pub outcome: Outcome,
+    /// The flow's OOD (out-of-order degree, paper §2.2): highest PSN seen so far minus
+    /// the expected PSN, clamped at 0; 0 before the first arrival.
+    pub ood: u32,
+    /// The flow's RBO (reorder-buffer occupancy): packets it holds out of order.
+    pub rbo: u32,
+    /// NIC-level OOD: the sum of OOD over all flows of this buffer.
+    pub nic_ood: u64,
+}
+
+/// Counters of one flow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowStats {
+    /// Calls to [`ReorderBuffer::arrive`] that returned an [`Arrival`].
+    pub arrivals: u64,
+    /// [`Outcome::InOrder`] arrivals.
+    pub in_order: u64,
+    /// [`Outcome::Buffered`] arrivals.
+    pub buffered: u64,
+    /// [`Outcome::Duplicate`] arrivals.
+    pub duplicates: u64,
+    /// [`Outcome::Full`] arrivals.
+    pub dropped_full: u64,
+    /// [`Outcome::OutOfWindow`] arrivals.
+    pub dropped_out_of_window: u64,
+    /// Largest OOD sampled.
+    pub max_ood: u32,
+    /// Largest RBO sampled.
+    pub max_rbo: u32,
+}
+
+/// Counters over all flows, removed ones included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferStats {
+    /// Calls to [`ReorderBuffer::arrive`] that returned an [`Arrival`].
+    pub arrivals: u64,
+    /// [`Outcome::InOrder`] arrivals.
+    pub in_order: u64,
+    /// [`Outcome::Buffered`] arrivals.
+    pub buffered: u64,
+    /// [`Outcome::Duplicate`] arrivals.
+    pub duplicates: u64,
+    /// [`Outcome::Full`] arrivals.
+    pub dropped_full: u64,
+    /// [`Outcome::OutOfWindow`] arrivals.
+    pub dropped_out_of_window: u64,
+    /// Largest per-flow OOD sampled.
+    pub max_ood: u32,
+    /// Largest per-flow RBO sampled.
+    pub max_rbo: u32,
+    /// Largest NIC-level OOD sampled.
+    pub max_nic_ood: u64,
+}
+
+impl FlowStats {
+    fn record(&mut self, a: &Arrival) {
+        self.arrivals += 1;
+        *match a.outcome {
+            Outcome::InOrder => &mut self.in_order,
+            Outcome::Buffered => &mut self.buffered,
+            Outcome::Duplicate => &mut self.duplicates,
+            Outcome::Full => &mut self.dropped_full,
+            Outcome::OutOfWindow => &mut self.dropped_out_of_window,
+        } += 1;
+        self.max_ood = self.max_ood.max(a.ood);
+        self.max_rbo = self.max_rbo.max(a.rbo);
+    }
+}
+
+impl BufferStats {
+    fn record(&mut self, a: &Arrival) {
+        self.arrivals += 1;
+        *match a.outcome {
+            Outcome::InOrder => &mut self.in_order,
+            Outcome::Buffered => &mut self.buffered,
+            Outcome::Duplicate => &mut self.duplicates,
+            Outcome::Full => &mut self.dropped_full,
+            Outcome::OutOfWindow => &mut self.dropped_out_of_window,
+        } += 1;
+        self.max_ood = self.max_ood.max(a.ood);
+        self.max_rbo = self.max_rbo.max(a.rbo);
+        self.max_nic_ood = self.max_nic_ood.max(a.nic_ood);
+    }
+}
+
+/// A packet held in a slot.
+#[derive(Clone, Copy)]
+struct Held<M> {
+    slot: usize,
+    len: usize,
+    meta: M,
+}
+
+struct Flow<M> {
+    expected: Psn,
+    /// Highest PSN seen by an InOrder, Buffered or Full arrival.
+    highest: Option<Psn>,
+    /// `held[i]` is PSN `expected + i`; empty, or its last entry is occupied.
+    held: VecDeque<Option<Held<M>>>,
+    rbo: u32,
+    stats: FlowStats,
+}
+
+impl<M> Flow<M> {
+    fn ood(&self) -> u32 {
+        self.highest
+            .map_or(0, |h| h.diff(self.expected).max(0) as u32)
+    }
+
+    fn holds(&self, offset: usize) -> bool {
+        matches!(self.held.get(offset), Some(Some(_)))
+    }
+}
+
+/// The in-order reorder buffer of one receiving NIC, shared by all its flows.
+///
+/// Slots of `slot_size` bytes are carved from one [`Arena`]; each flow keeps a ring of
+/// held packets indexed by `psn - expected`, grown on demand up to `max_distance` and
+/// reused afterwards, so steady-state arrivals allocate nothing. `M` is the small
+/// per-packet metadata the caller gets back with each payload.
+pub struct ReorderBuffer<M: Copy> {
+    arena: Arena,
+    slot_size: usize,
+    capacity: usize,
+    free: Vec<usize>,
+    peak_used: usize,
+    max_distance: u32,
+    flows: HashMap<FlowId, Flow<M>>,
+    next_flow: u32,
+    nic_ood: u64,
+    stats: BufferStats,
+}
+
+impl<M: Copy> ReorderBuffer<M> {
+    /// Maps the arena for `cfg.capacity_bytes / cfg.slot_size` slots (at least one page,
+    /// even for 0 slots).
+    ///
+    /// Errors: [`ReorderError::ZeroSlotSize`], or an [`Arena::new`] error.
+    pub fn new(cfg: BufferConfig) -> Result<Self, ReorderError> {
+        if cfg.slot_size == 0 {
+            return Err(ReorderError::ZeroSlotSize);
+        }
+        let capacity = cfg.capacity_bytes / cfg.slot_size;
+        let arena = Arena::new((capacity * cfg.slot_size).max(1), cfg.huge_pages)?;
+        Ok(ReorderBuffer {
+            arena,
+            slot_size: cfg.slot_size,
+            capacity,
+            free: (0..capacity).rev().collect(),
+            peak_used: 0,
+            max_distance: cfg.max_distance.clamp(1, i32::MAX as u32),
+            flows: HashMap::new(),
+            next_flow: 0,
+            nic_ood: 0,
+            stats: BufferStats::default(),
+        })
+    }
+
+    /// The memory all slots live in; slot `i` starts at byte `i * slot_size`.
+    pub fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    /// Bytes of one slot.
+    pub fn slot_size(&self) -> usize {
+        self.slot_size
+    }
+
+    /// Starts a flow whose first expected PSN is `first_expected`.
+    pub fn add_flow(&mut self, first_expected: Psn) -> FlowId {
+        while self.flows.contains_key(&FlowId(self.next_flow)) {
+            self.next_flow = self.next_flow.wrapping_add(1);
+        }
+        let id = FlowId(self.next_flow);
+        self.next_flow = self.next_flow.wrapping_add(1);
+        let flow = Flow {
+            expected: first_expected,
+            highest: None,
+            held: VecDeque::new(),
+            rbo: 0,
+            stats: FlowStats::default(),
+        };
+        self.flows.insert(id, flow);
+        id
+    }
+
+    /// Ends a flow and frees the slots it holds; an unknown flow is ignored.
+    pub fn remove_flow(&mut self, flow: FlowId) {
+        if let Some(f) = self.flows.remove(&flow) {
+            self.nic_ood -= u64::from(f.ood());
+            self.free.extend(f.held.iter().flatten().map(|h| h.slot));
+        }
+    }
+
+    fn flow(&self, flow: FlowId) -> Result<&Flow<M>, ReorderError> {
+        self.flows.get(&flow).ok_or(ReorderError::UnknownFlow(flow))
+    }
+
+    /// The next expected PSN: the flow's cumulative ACK.
+    pub fn expected(&self, flow: FlowId) -> Result<Psn, ReorderError> {
+        Ok(self.flow(flow)?.expected)
+    }
+
+    /// The highest PSN seen so far, `None` before the first arrival. Seen means an
+    /// [`Outcome::InOrder`], [`Outcome::Buffered`] or [`Outcome::Full`] arrival: a packet
+    /// dropped for lack of space was still received by the NIC, so OOD measures the
+    /// network's reordering whatever the buffer size. Duplicates and
+    /// [`Outcome::OutOfWindow`] PSNs never count.
+    pub fn highest(&self, flow: FlowId) -> Result<Option<Psn>, ReorderError> {
+        Ok(self.flow(flow)?.highest)
+    }
+
+    /// True when `psn` is before the expected PSN or held in a slot: the arrival bitmap.
+    pub fn is_received(&self, flow: FlowId, psn: Psn) -> Result<bool, ReorderError> {
+        let f = self.flow(flow)?;
+        let d = psn.diff(f.expected);
+        Ok(d < 0 || f.holds(d as usize))
+    }
+
+    /// A data packet arrived. OOD, RBO and NIC-level OOD are sampled *before* it is
+    /// applied (DESIGN.md, Metrics). An out-of-order payload is copied into a slot; an
+    /// in-order one is left to the caller.
+    ///
+    /// Errors: [`ReorderError::UnknownFlow`]; [`ReorderError::PayloadTooLarge`] when the
+    /// payload exceeds a slot (checked before anything changes, whatever the PSN).
+    pub fn arrive(
+        &mut self,
+        flow: FlowId,
+        psn: Psn,
+        meta: M,
+        payload: &[u8],
+    ) -> Result<Arrival, ReorderError> {
+        let f = self
+            .flows
+            .get_mut(&flow)
+            .ok_or(ReorderError::UnknownFlow(flow))?;
+        if payload.len() > self.slot_size {
+            return Err(ReorderError::PayloadTooLarge {
+                len: payload.len(),
+                slot_size: self.slot_size,
+            });
+        }
+        let (ood, rbo, nic_ood) = (f.ood(), f.rbo, self.nic_ood);
+        let d = psn.diff(f.expected);
+        let outcome = if d < 0 || f.holds(d as usize) {
+            Outcome::Duplicate
+        } else if d as u32 >= self.max_distance {
+            Outcome::OutOfWindow
+        } else if d == 0 {
+            f.held.pop_front();
+            f.expected = f.expected.next();
+            Outcome::InOrder
+        } else if let Some(slot) = self.free.pop() {
+            let start = slot * self.slot_size;
+            self.arena.as_mut_slice()[start..start + payload.len()].copy_from_slice(payload);
+            let offset = d as usize;
+            if f.held.len() <= offset {
+                f.held.resize(offset + 1, None);
+            }
+            f.held[offset] = Some(Held {
+                slot,
+                len: payload.len(),
+                meta,
+            });
+            f.rbo += 1;
+            self.peak_used = self.peak_used.max(self.capacity - self.free.len());
+            Outcome::Buffered
+        } else {
+            Outcome::Full
+        };
+        if matches!(
+            outcome,
+            Outcome::InOrder | Outcome::Buffered | Outcome::Full
+        ) {
+            f.highest = Some(f.highest.map_or(psn, |h| h.max_of(psn)));
+            self.nic_ood = self.nic_ood - u64::from(ood) + u64::from(f.ood());
+        }
+        let arrival = Arrival {
+            outcome,
+            ood,
+            rbo,
+            nic_ood,
+        };
+        f.stats.record(&arrival);
+        self.stats.record(&arrival);
+        Ok(arrival)
+    }
+
+    /// If the expected PSN is held, delivers it: advances `expected`, calls
+    /// `f(psn, meta, payload)`, then frees its slot. `Ok(None)` when the expected PSN is
+    /// not held. Call it after [`Outcome::InOrder`] (or at any time) until it returns
+    /// `Ok(None)`.
+    pub fn pop_ready<R>(
+        &mut self,
+        flow: FlowId,
+        f: impl FnOnce(Psn, M, &[u8]) -> R,
+    ) -> Result<Option<R>, ReorderError> {
+        let fl = self
+            .flows
+            .get_mut(&flow)
+            .ok_or(ReorderError::UnknownFlow(flow))?;
+        let Some(&Some(held)) = fl.held.front() else {
+            return Ok(None);
+        };
+        let ood_before = fl.ood();
+        let psn = fl.expected;
+        fl.held.pop_front();
+        fl.expected = psn.next();
+        fl.rbo -= 1;
+        self.nic_ood = self.nic_ood - u64::from(ood_before) + u64::from(fl.ood());
+        let start = held.slot * self.slot_size;
+        let r = f(
+            psn,
+            held.meta,
+            &self.arena.as_slice()[start..start + held.len],
+        );
+        self.free.push(held.slot);
+        Ok(Some(r))
+    }
+
+    /// Slots holding a packet, over all flows.
+    pub fn used_slots(&self) -> usize {
+        self.capacity - self.free.len()
+    }
+
+    /// Slots in the buffer: `capacity_bytes / slot_size`.
+    pub fn capacity_slots(&self) -> usize {
+        self.capacity
+    }
+
+    /// Slots free for any flow.
+    pub fn free_slots(&self) -> usize {
+        self.free.len()
+    }
+
+    /// Most slots ever used at once.
+    pub fn peak_used_slots(&self) -> usize {
+        self.peak_used
+    }
+
+    /// NIC-level OOD now: the sum of the current OOD of every flow.
+    pub fn nic_ood(&self) -> u64 {
+        self.nic_ood
+    }
+
+    /// Counters of one flow.
+    pub fn flow_stats(&self, flow: FlowId) -> Result<FlowStats, ReorderError> {
+        Ok(self.flow(flow)?.stats)
+    }
+
+    /// Counters over all flows, removed ones included.
+    pub fn stats(&self) -> BufferStats {
+        self.stats
+    }
+}
+
+impl<M: Copy> fmt::Debug for ReorderBuffer<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReorderBuffer")
+            .field("slot_size", &self.slot_size)
+            .field("capacity_slots", &self.capacity)
+            .field("used_slots", &self.used_slots())
+            .field("flows", &self.flows.len())
+            .field("nic_ood", &self.nic_ood)
+            .finish_non_exhaustive()
+    }
+}

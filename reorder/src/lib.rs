@@ -1,0 +1,39 @@
+//! Rondo's in-order reorder buffer: fixed-size slots in one registrable memory
+//! [`Arena`] (huge pages when available), shared by all flows of a receiving NIC, with
+//! the OOD and RBO accounting every Rondo report uses.
+//!
+//! ```
+//! use reorder::{BufferConfig, HugePages, Outcome, Psn, ReorderBuffer};
+//!
+//! let cfg = BufferConfig { capacity_bytes: 4 * 1500, huge_pages: HugePages::Never, ..BufferConfig::default() };
+//! let mut buf = ReorderBuffer::<u32>::new(cfg)?;
+//! let flow = buf.add_flow(Psn(0));
+//!
+//! // PSN 1 overtakes PSN 0: it waits in a slot.
+//! let a = buf.arrive(flow, Psn(1), 11, b"world")?;
+//! assert_eq!((a.outcome, a.ood, a.rbo), (Outcome::Buffered, 0, 0));
+//!
+//! // PSN 0 is the expected one: the caller places its payload itself (zero copy)...
+//! let a = buf.arrive(flow, Psn(0), 10, b"hello")?;
+//! assert_eq!((a.outcome, a.ood, a.rbo), (Outcome::InOrder, 1, 1));
+//!
+//! // ...then drains what became in order.
+//! let next = buf.pop_ready(flow, |psn, meta, payload| (psn, meta, payload.to_vec()))?;
+//! assert_eq!(next, Some((Psn(1), 11, b"world".to_vec())));
+//! assert_eq!(buf.expected(flow)?, Psn(2));
+//! assert_eq!(buf.used_slots(), 0);
+//! # Ok::<(), reorder::ReorderError>(())
+//! ```
+#![forbid(unsafe_op_in_unsafe_fn)]
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)]
+mod arena;
+mod buffer;
+mod error;
+pub mod psn;
+
+pub use arena::{huge_pages_available, Arena, HugePages};
+pub use buffer::{Arrival, BufferConfig, BufferStats, FlowId, FlowStats, Outcome, ReorderBuffer};
+pub use error::ReorderError;
+pub use psn::Psn;

@@ -1,0 +1,353 @@
+//! Engine configuration: every parameter of paper §6.2.1, with the paper's values as
+//! defaults, and a switch for each mechanism so ablations are possible.
+
+use crate::time::Duration;
+use thiserror::Error;
+
+/// How the sender picks the path of each transmission (paper §4.2.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathSelection {
+    /// Deficit-based selection over open windows (Rondo).
+    Deficit,
+    /// Uniformly random among paths with an open window (ablation).
+    Random,
+}
+
+/// Which side the ACK-rate EWMA weight `alpha` multiplies (DESIGN.md open point).
+///
+/// Settled by `tests/arcc.rs`: [`AlphaWeight::History`] is stable and is the default;
+/// see `docs/engine.md`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlphaWeight {
+    /// `r = alpha * r + (1 - alpha) * sample`: heavy smoothing (default).
+    History,
+    /// `r = (1 - alpha) * r + alpha * sample`: light smoothing.
+    Sample,
+}
+
+/// Per-flow configuration. `FlowConfig::default()` gives the paper's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowConfig {
+    /// Number of logical paths P (1 to 1024).
+    pub paths: u16,
+    /// Largest datagram the engine emits, engine header included (a full data packet).
+    pub mtu: usize,
+    /// Host line rate in bits per second: probes fill spare capacity up to it.
+    pub line_rate_bps: u64,
+    /// Base RTT per path when known from the topology (paper §4.2.1, as in Swift).
+    /// `None`: the smallest RTT measured on the path (it includes serialisation).
+    pub base_rtt: Option<Vec<Duration>>,
+    /// RTT assumed before the first measurement (pacing of the first packets, first RTO).
+    pub initial_rtt: Duration,
+    /// ARCC update interval as a fraction of the path's base RTT: Tu = 0.5 T.
+    pub update_interval_rtts: f64,
+    /// Margin ceiling q0, in packets (3 MTU).
+    pub q0: f64,
+    /// Target queueing delay as a fraction of the largest base RTT: tau_q = 0.04 T_max.
+    pub target_queue_rtts: f64,
+    /// ACK-rate EWMA weight alpha = 0.8.
+    pub alpha: f64,
+    /// Which side alpha weights.
+    pub alpha_weight: AlphaWeight,
+    /// Window EWMA gain gamma = 0.5.
+    pub gamma: f64,
+    /// An estimated queueing delay above this multiple of tau_q sets W = W* at once.
+    pub fast_correction_factor: f64,
+    /// Initial window per path, in packets (W0 >= q0 / 4).
+    pub initial_window: f64,
+    /// Smallest per-path window, in packets.
+    pub min_window: f64,
+    /// Capacity probing on or off (paper §4.2.2).
+    pub probing: bool,
+    /// Length of a probing phase in base RTTs (3).
+    pub probe_duration_rtts: f64,
+    /// Consecutive updates with everything older than one base RTT acknowledged
+    /// that trigger a probing phase (5).
+    pub probe_trigger_updates: u32,
+    /// Path selection (deficit, or random spraying for ablation).
+    pub path_selection: PathSelection,
+    /// Packet scheduler on or off (paper §4.3).
+    pub scheduler: bool,
+    /// Consecutive stable forward-delay samples per path before the scheduler starts.
+    pub scheduler_stable_samples: u32,
+    /// A forward-delay sample is stable when within this of the estimate.
+    pub delay_stable_tolerance: Duration,
+    /// EWMA gain of the forward-delay and RTT estimates.
+    pub delay_gain: f64,
+    /// Flow-level pacing on or off.
+    pub pacing: bool,
+    /// Early recovery: a packet is lost when the receiver has seen a PSN this many
+    /// beyond it (and its path's RTT has passed since it was sent).
+    pub early_recovery_threshold: u32,
+    /// Smallest retransmission timeout.
+    pub rto_min: Duration,
+    /// Retransmission timeouts in a row without progress before "retry exceeded".
+    pub retry_limit: u32,
+    /// Packets lost in a row on one path (no ACK between) that take it out of rotation.
+    pub path_down_losses: u32,
+    /// Interval between probes on a path that is out of rotation.
+    pub down_probe_interval: Duration,
+    /// First PSN (tests start near 2^32 to cross the wrap).
+    pub initial_psn: u32,
+    /// Largest message accepted by `post` and by the receiver.
+    pub max_message_len: u64,
+    /// Seed of the flow's random choices.
+    pub seed: u64,
+}
+
+impl Default for FlowConfig {
+    fn default() -> Self {
+        FlowConfig {
+            paths: 4,
+            mtu: 1500,
+            line_rate_bps: 100_000_000_000,
+            base_rtt: None,
+            initial_rtt: Duration::from_us(20),
+            update_interval_rtts: 0.5,
+            q0: 3.0,
+            target_queue_rtts: 0.04,
+            alpha: 0.8,
+            alpha_weight: AlphaWeight::History,
+            gamma: 0.5,
+            fast_correction_factor: 4.0,
+            initial_window: 1.0,
+            min_window: 1.0,
+            probing: true,
+            probe_duration_rtts: 3.0,
+            probe_trigger_updates: 5,
+            path_selection: PathSelection::Deficit,
+            scheduler: true,
+            scheduler_stable_samples: 8,
+            delay_stable_tolerance: Duration::from_us(2),
+            delay_gain: 0.125,
+            pacing: true,
+            early_recovery_threshold: 4,
+            rto_min: Duration::from_us(500),
+            retry_limit: 8,
+            path_down_losses: 8,
+            down_probe_interval: Duration::from_us(200),
+            initial_psn: 0,
+            max_message_len: 1 << 32,
+            seed: 1,
+        }
+    }
+}
+
+/// A configuration value out of range.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A parameter has a value outside what the engine supports.
+    #[error("invalid configuration: `{name}` = {value} ({allowed})")]
+    OutOfRange {
+        /// Parameter name as in `FlowConfig`.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
+}
+
+fn check(
+    ok: bool,
+    name: &'static str,
+    value: impl ToString,
+    allowed: &'static str,
+) -> Result<(), ConfigError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(ConfigError::OutOfRange {
+            name,
+            value: value.to_string(),
+            allowed,
+        })
+    }
+}
+
+impl FlowConfig {
+    /// Checks every parameter; the engine refuses a configuration that fails this.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        check(
+            (1..=1024).contains(&self.paths),
+            "paths",
+            self.paths,
+            "1 to 1024",
+        )?;
+        check(
+            (crate::wire::DATA_HEADER_LEN + 1..=65_535).contains(&self.mtu),
+            "mtu",
+            self.mtu,
+            "data header + 1 to 65535 bytes",
+        )?;
+        check(
+            self.line_rate_bps > 0,
+            "line_rate_bps",
+            self.line_rate_bps,
+            "> 0",
+        )?;
+        if let Some(rtts) = &self.base_rtt {
+            check(
+                rtts.len() == self.paths as usize,
+                "base_rtt",
+                rtts.len(),
+                "one per path",
+            )?;
+            check(
+                rtts.iter().all(|d| *d > Duration::ZERO),
+                "base_rtt",
+                "0",
+                "> 0",
+            )?;
+        }
+        check(self.initial_rtt > Duration::ZERO, "initial_rtt", "0", "> 0")?;
+        let unit = |x: f64| x.is_finite() && x > 0.0 && x <= 1.0;
+        check(
+            self.update_interval_rtts.is_finite() && self.update_interval_rtts > 0.0,
+            "update_interval_rtts",
+            self.update_interval_rtts,
+            "> 0",
+        )?;
+        check(
+            self.q0.is_finite() && self.q0 > 0.0,
+            "q0",
+            self.q0,
+            "> 0 packets",
+        )?;
+        check(
+            unit(self.target_queue_rtts),
+            "target_queue_rtts",
+            self.target_queue_rtts,
+            "in (0, 1]",
+        )?;
+        check(
+            self.alpha.is_finite() && (0.0..1.0).contains(&self.alpha),
+            "alpha",
+            self.alpha,
+            "in [0, 1)",
+        )?;
+        check(unit(self.gamma), "gamma", self.gamma, "in (0, 1]")?;
+        check(
+            self.fast_correction_factor.is_finite() && self.fast_correction_factor > 1.0,
+            "fast_correction_factor",
+            self.fast_correction_factor,
+            "> 1",
+        )?;
+        check(
+            self.initial_window.is_finite() && self.initial_window >= self.q0 / 4.0,
+            "initial_window",
+            self.initial_window,
+            ">= q0 / 4 (paper App. C.3)",
+        )?;
+        check(
+            self.min_window.is_finite()
+                && self.min_window > 0.0
+                && self.min_window <= self.initial_window,
+            "min_window",
+            self.min_window,
+            "in (0, initial_window]",
+        )?;
+        check(
+            self.probe_duration_rtts.is_finite() && self.probe_duration_rtts > 0.0,
+            "probe_duration_rtts",
+            self.probe_duration_rtts,
+            "> 0",
+        )?;
+        check(
+            self.probe_trigger_updates > 0,
+            "probe_trigger_updates",
+            0,
+            ">= 1",
+        )?;
+        check(
+            self.scheduler_stable_samples > 0,
+            "scheduler_stable_samples",
+            0,
+            ">= 1",
+        )?;
+        check(
+            unit(self.delay_gain),
+            "delay_gain",
+            self.delay_gain,
+            "in (0, 1]",
+        )?;
+        check(
+            self.early_recovery_threshold > 0,
+            "early_recovery_threshold",
+            0,
+            ">= 1",
+        )?;
+        check(self.rto_min > Duration::ZERO, "rto_min", "0", "> 0")?;
+        check(self.retry_limit > 0, "retry_limit", 0, ">= 1")?;
+        check(self.path_down_losses > 0, "path_down_losses", 0, ">= 1")?;
+        check(
+            self.down_probe_interval > Duration::ZERO,
+            "down_probe_interval",
+            "0",
+            "> 0",
+        )?;
+        check(self.max_message_len > 0, "max_message_len", 0, ">= 1")?;
+        Ok(())
+    }
+
+    /// Payload bytes carried by a full data packet.
+    pub fn payload_per_packet(&self) -> usize {
+        self.mtu - crate::wire::DATA_HEADER_LEN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_the_papers_and_valid() {
+        let c = FlowConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.update_interval_rtts, 0.5);
+        assert_eq!(c.q0, 3.0);
+        assert_eq!(c.target_queue_rtts, 0.04);
+        assert_eq!(c.alpha, 0.8);
+        assert_eq!(c.gamma, 0.5);
+        assert_eq!(c.early_recovery_threshold, 4);
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let c = FlowConfig {
+            paths: 0,
+            ..FlowConfig::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("`paths`"), "{e}");
+        let c = FlowConfig {
+            initial_window: 0.5,
+            ..FlowConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("initial_window"));
+        let c = FlowConfig {
+            alpha: 1.0,
+            ..FlowConfig::default()
+        };
+        assert!(c.validate().is_err());
+        let c = FlowConfig {
+            mtu: 10,
+            ..FlowConfig::default()
+        };
+        assert!(c.validate().is_err());
+        let c = FlowConfig {
+            base_rtt: Some(vec![Duration::from_us(1)]),
+            ..FlowConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("one per path"));
+    }
+}

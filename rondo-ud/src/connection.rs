@@ -1,0 +1,177 @@
+//! One flow between two endpoints: a sender half and a receiver half.
+
+use crate::config::{ConfigError, FlowConfig};
+use crate::event::{Event, PostError};
+use crate::path::PathState;
+use crate::receiver::{Receiver, SharedBuffer};
+use crate::sender::Sender;
+use crate::stats::{ReceiverStats, SenderStats};
+use crate::time::Instant;
+use crate::transmit::Transmit;
+use crate::wire::{Body, Repr};
+use reorder::FlowId;
+use std::collections::VecDeque;
+
+/// One Rondo flow over P logical paths, sans IO: feed it datagrams and timeouts,
+/// poll it for datagrams, timers and events.
+#[derive(Debug)]
+pub struct Connection {
+    local_flow: u32,
+    remote_flow: u32,
+    sender: Sender,
+    receiver: Receiver,
+    events: VecDeque<Event>,
+    max_message_len: u64,
+}
+
+impl Connection {
+    pub(crate) fn new(
+        now: Instant,
+        local_flow: u32,
+        remote_flow: u32,
+        cfg: &FlowConfig,
+        rx_flow: FlowId,
+    ) -> Result<Connection, ConfigError> {
+        cfg.validate()?;
+        Ok(Connection {
+            local_flow,
+            remote_flow,
+            sender: Sender::new(cfg, now),
+            receiver: Receiver::new(rx_flow, cfg.max_message_len),
+            events: VecDeque::new(),
+            max_message_len: cfg.max_message_len,
+        })
+    }
+
+    /// This side's flow id (the `flow` field of datagrams addressed to it).
+    pub fn local_flow(&self) -> u32 {
+        self.local_flow
+    }
+
+    /// The peer's flow id.
+    pub fn remote_flow(&self) -> u32 {
+        self.remote_flow
+    }
+
+    /// Queues a message for sending. Its PSNs are assigned now; `Event::SendComplete`
+    /// follows when every packet is acknowledged.
+    pub fn post(&mut self, _now: Instant, msg_id: u64, data: Vec<u8>) -> Result<(), PostError> {
+        if let Some(e) = self.sender.failed {
+            return Err(PostError::Failed(e));
+        }
+        if data.is_empty() {
+            return Err(PostError::Empty);
+        }
+        if data.len() as u64 > self.max_message_len {
+            return Err(PostError::TooLarge {
+                len: data.len() as u64,
+                max: self.max_message_len,
+            });
+        }
+        self.sender.post(msg_id, data);
+        Ok(())
+    }
+
+    pub(crate) fn handle_repr(
+        &mut self,
+        now: Instant,
+        rb: &mut SharedBuffer,
+        repr: &Repr,
+        payload: &[u8],
+        ce: bool,
+    ) {
+        match &repr.body {
+            Body::Data(d) => self.receiver.on_data(
+                now,
+                rb,
+                &repr.common,
+                d,
+                payload,
+                ce,
+                self.remote_flow,
+                &mut self.events,
+            ),
+            Body::Probe(_) => self
+                .receiver
+                .on_probe(now, rb, &repr.common, ce, self.remote_flow),
+            Body::Ack(fb) => {
+                self.sender
+                    .on_feedback(now, &repr.common, fb, None, &mut self.events);
+            }
+            Body::Nak(fb, reason) => {
+                self.sender
+                    .on_feedback(now, &repr.common, fb, Some(*reason), &mut self.events);
+            }
+        }
+    }
+
+    /// Writes the next datagram to send into `buf` (at least `mtu` bytes): feedback
+    /// first, then retransmissions, data, probes.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(t) = self.receiver.poll_feedback(buf) {
+            return Some(t);
+        }
+        self.sender.poll_transmit(now, buf, self.remote_flow)
+    }
+
+    /// The next time the connection needs `handle_timeout` or `poll_transmit`.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let a = self.receiver.feedback_due();
+        let b = self.sender.poll_timeout();
+        match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs the timers that are due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.sender.handle_timeout(now, &mut self.events);
+    }
+
+    /// The next application event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Per-path sender state (window, ACK rate, RTT, forward delay, skip, counters).
+    pub fn paths(&self) -> &[PathState] {
+        &self.sender.paths
+    }
+
+    /// Sender counters.
+    pub fn sender_stats(&self) -> &SenderStats {
+        &self.sender.stats
+    }
+
+    /// Receiver counters and OOD/RBO distributions.
+    pub fn receiver_stats(&self) -> &ReceiverStats {
+        &self.receiver.stats
+    }
+
+    /// When the packet scheduler was switched on, if it was.
+    pub fn scheduler_enabled_at(&self) -> Option<Instant> {
+        self.sender.scheduler_enabled_at
+    }
+
+    /// Flow pacing rate sum_p W_p / T_p in packets per microsecond.
+    pub fn pacing_rate(&self) -> f64 {
+        self.sender.pacing_rate()
+    }
+
+    /// Messages posted and not yet completely acknowledged.
+    pub fn outstanding_messages(&self) -> usize {
+        self.sender.outstanding_messages()
+    }
+
+    /// Clears the receiver's OOD and RBO distributions (end of a warm-up period).
+    pub fn clear_distributions(&mut self) {
+        self.receiver.stats.ood = Default::default();
+        self.receiver.stats.rbo = Default::default();
+    }
+
+    /// True once the connection has failed (`Event::Error` was emitted).
+    pub fn is_failed(&self) -> bool {
+        self.sender.failed.is_some()
+    }
+}

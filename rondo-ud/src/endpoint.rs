@@ -1,0 +1,204 @@
+//! An endpoint: one host's NIC-level state, the shared reorder buffer and the
+//! connections that use it, with datagram demultiplexing by flow id.
+
+use crate::config::{ConfigError, FlowConfig};
+use crate::connection::Connection;
+use crate::event::{Event, PostError};
+use crate::receiver::SharedBuffer;
+use crate::stats::EndpointStats;
+use crate::time::Instant;
+use crate::transmit::{Host, Transmit};
+use crate::wire::{self, WireError};
+use reorder::{BufferConfig, ReorderError};
+use std::collections::HashMap;
+use thiserror::Error;
+
+/// Handle of a connection inside its endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnectionHandle(pub usize);
+
+/// Endpoint configuration.
+#[derive(Clone, Debug, Default)]
+pub struct EndpointConfig {
+    /// The NIC-level reorder buffer shared by every flow of this endpoint.
+    pub reorder: BufferConfig,
+}
+
+/// Why an endpoint operation failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum EndpointError {
+    /// The reorder buffer could not be created.
+    #[error("reorder buffer: {0}")]
+    Reorder(#[from] ReorderError),
+    /// The flow configuration is invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A connection with this local flow id exists already.
+    #[error("flow id {0} is already in use on this endpoint; pick another local flow id")]
+    FlowInUse(u32),
+    /// The reorder buffer slot is smaller than the flow's MTU.
+    #[error("the reorder buffer's slots ({slot} bytes) are smaller than the flow's MTU ({mtu}); raise BufferConfig::slot_size")]
+    SlotTooSmall {
+        /// Slot size.
+        slot: usize,
+        /// Flow MTU.
+        mtu: usize,
+    },
+}
+
+/// Why a datagram was dropped (it is also counted in [`EndpointStats`]).
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DatagramError {
+    /// It does not parse.
+    #[error("malformed datagram: {0}")]
+    Malformed(#[from] WireError),
+    /// No connection has this flow id.
+    #[error("no connection with flow id {0}")]
+    UnknownFlow(u32),
+}
+
+/// One host's Rondo endpoint.
+#[derive(Debug)]
+pub struct Endpoint {
+    buffer: SharedBuffer,
+    conns: Vec<Connection>,
+    by_flow: HashMap<u32, usize>,
+    next_poll: usize,
+    stats: EndpointStats,
+}
+
+impl Endpoint {
+    /// A new endpoint with its reorder buffer.
+    pub fn new(cfg: EndpointConfig) -> Result<Endpoint, EndpointError> {
+        Ok(Endpoint {
+            buffer: SharedBuffer::new(cfg.reorder)?,
+            conns: Vec::new(),
+            by_flow: HashMap::new(),
+            next_poll: 0,
+            stats: EndpointStats::default(),
+        })
+    }
+
+    /// Opens a connection: datagrams with flow id `local_flow` are for it, and it
+    /// addresses the peer's `remote_flow`.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        local_flow: u32,
+        remote_flow: u32,
+        cfg: &FlowConfig,
+    ) -> Result<ConnectionHandle, EndpointError> {
+        cfg.validate()?;
+        if self.by_flow.contains_key(&local_flow) {
+            return Err(EndpointError::FlowInUse(local_flow));
+        }
+        let slot = self.buffer.slot_size();
+        if slot < cfg.payload_per_packet() {
+            return Err(EndpointError::SlotTooSmall { slot, mtu: cfg.mtu });
+        }
+        let rx = self.buffer.add_flow(reorder::Psn(cfg.initial_psn));
+        let conn = Connection::new(now, local_flow, remote_flow, cfg, rx)?;
+        self.conns.push(conn);
+        self.by_flow.insert(local_flow, self.conns.len() - 1);
+        Ok(ConnectionHandle(self.conns.len() - 1))
+    }
+
+    /// The connection behind a handle.
+    pub fn connection(&self, h: ConnectionHandle) -> &Connection {
+        &self.conns[h.0]
+    }
+
+    /// The connection behind a handle, mutable.
+    pub fn connection_mut(&mut self, h: ConnectionHandle) -> &mut Connection {
+        &mut self.conns[h.0]
+    }
+
+    /// Every connection, in handle order.
+    pub fn connections(&self) -> &[Connection] {
+        &self.conns
+    }
+
+    /// Queues a message on a connection.
+    pub fn post(
+        &mut self,
+        h: ConnectionHandle,
+        now: Instant,
+        msg_id: u64,
+        data: Vec<u8>,
+    ) -> Result<(), PostError> {
+        self.conns[h.0].post(now, msg_id, data)
+    }
+
+    /// The next event of a connection.
+    pub fn poll_event(&mut self, h: ConnectionHandle) -> Option<Event> {
+        self.conns[h.0].poll_event()
+    }
+
+    /// The shared reorder buffer (occupancy, NIC-level OOD, arena).
+    pub fn reorder_buffer(&self) -> &SharedBuffer {
+        &self.buffer
+    }
+
+    /// Datagrams this endpoint could not use.
+    pub fn stats(&self) -> EndpointStats {
+        self.stats
+    }
+
+    /// A datagram arrived on `path`. Malformed datagrams and datagrams for unknown
+    /// flows are counted and dropped.
+    pub fn receive(
+        &mut self,
+        now: Instant,
+        path: u16,
+        datagram: &[u8],
+        ecn_ce: bool,
+    ) -> Result<(), DatagramError> {
+        self.stats.datagrams += 1;
+        let (repr, payload) = match wire::parse(datagram) {
+            Ok(x) => x,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e.into());
+            }
+        };
+        let Some(&i) = self.by_flow.get(&repr.common.flow) else {
+            self.stats.unknown_flow += 1;
+            return Err(DatagramError::UnknownFlow(repr.common.flow));
+        };
+        let _ = path; // the header's path id is authoritative; the datapath's is advisory
+        self.conns[i].handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce);
+        Ok(())
+    }
+}
+
+impl Host for Endpoint {
+    fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
+        let _ = self.receive(now, path, data, ecn_ce);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        for c in &mut self.conns {
+            if c.poll_timeout().is_some_and(|t| t <= now) {
+                c.handle_timeout(now);
+            }
+        }
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let n = self.conns.len();
+        for k in 0..n {
+            let i = (self.next_poll + k) % n;
+            if let Some(t) = self.conns[i].poll_transmit(now, buf) {
+                self.next_poll = (i + 1) % n;
+                return Some(t);
+            }
+        }
+        None
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.conns.iter().filter_map(|c| c.poll_timeout()).min()
+    }
+}

@@ -1,0 +1,37 @@
+//! Rondo's sans-IO transport engine.
+//!
+//! One flow between two endpoints over P logical paths: ACK-rate-based congestion
+//! control per path (paper §4.2.1), low-priority capacity probing (§4.2.2),
+//! deficit-based path selection (§4.2.3), and a packet scheduler that sends higher
+//! PSNs earlier on slower paths (§4.3), with selective-repeat loss recovery. The
+//! engine never reads a clock, opens a socket or spawns a thread: time comes in as
+//! an argument, datagrams as byte slices, and what it wants sent comes out of
+//! `poll_transmit`.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod connection;
+pub mod endpoint;
+pub mod event;
+pub mod mem;
+pub mod path;
+mod receiver;
+pub mod scheduler;
+pub mod select;
+mod sender;
+pub mod stats;
+pub mod testbed;
+pub mod time;
+pub mod transmit;
+pub mod wire;
+
+pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection};
+pub use connection::Connection;
+pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointConfig, EndpointError};
+pub use event::{ConnectionError, Event, PostError};
+pub use path::{PathCounters, PathState, PathStatus};
+pub use receiver::{RxMeta, SharedBuffer};
+pub use reorder::Psn;
+pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};
+pub use time::{Duration, Instant};
+pub use transmit::{Host, Priority, Transmit};

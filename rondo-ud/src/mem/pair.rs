@@ -1,0 +1,99 @@
+//! Two hosts over parallel paths: the paper's two-host testbed (Fig. 9a) in memory.
+
+use super::{HostId, LinkConfig, LinkId, Network};
+use crate::time::Duration;
+use crate::transmit::Host;
+
+/// One path of a [`Pair`], applied to both of its directions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PathSpec {
+    /// Line rate in Gbit/s.
+    pub gbps: f64,
+    /// One-way propagation delay.
+    pub delay: Duration,
+    /// Random loss probability per packet, any class.
+    pub loss: f64,
+    /// Duplication probability per packet.
+    pub duplicate: f64,
+    /// Uniform extra delay in `[0, jitter)` per packet.
+    pub jitter: Duration,
+}
+
+impl PathSpec {
+    /// A lossless path of `gbps` Gbit/s with a one-way delay of `delay_us` microseconds.
+    pub fn new(gbps: f64, delay_us: f64) -> PathSpec {
+        PathSpec {
+            gbps,
+            delay: Duration::from_us_f64(delay_us),
+            loss: 0.0,
+            duplicate: 0.0,
+            jitter: Duration::ZERO,
+        }
+    }
+
+    /// The link configuration of one direction of this path (default queue limits,
+    /// no ECN).
+    pub fn link_config(&self) -> LinkConfig {
+        LinkConfig {
+            loss: self.loss,
+            duplicate: self.duplicate,
+            jitter: self.jitter,
+            ..LinkConfig::new(self.gbps, self.delay)
+        }
+    }
+}
+
+/// Hosts `a` and `b` joined by parallel paths (quinn's test `Pair`, with paths).
+///
+/// Path `i` is the path id `i` on both hosts: what `a` sends on it crosses `a`'s NIC
+/// then `forward[i]` to `b`; what `b` sends on it crosses `b`'s NIC then
+/// `reverse[i]` to `a`. Both directions get the full spec, loss included; change
+/// one direction through `net.link_mut(...)`.
+pub struct Pair<H: Host> {
+    /// The network; use it to reach the hosts, links and clock.
+    pub net: Network<H>,
+    /// The first host.
+    pub a: HostId,
+    /// The second host.
+    pub b: HostId,
+    /// Link of path `i` from `a` to `b`.
+    pub forward: Vec<LinkId>,
+    /// Link of path `i` from `b` to `a`.
+    pub reverse: Vec<LinkId>,
+}
+
+impl<H: Host> Pair<H> {
+    /// Hosts `a` and `b`, each with a NIC of `host_gbps`, over `paths`.
+    ///
+    /// # Panics
+    /// With more than 65 536 paths.
+    pub fn new(seed: u64, a: H, b: H, host_gbps: f64, paths: &[PathSpec]) -> Self {
+        let mut net = Network::new(seed);
+        let a = net.add_host(a, host_gbps);
+        let b = net.add_host(b, host_gbps);
+        let mut forward = Vec::with_capacity(paths.len());
+        let mut reverse = Vec::with_capacity(paths.len());
+        for (i, spec) in paths.iter().enumerate() {
+            let path = u16::try_from(i).expect("at most 65 536 paths");
+            let fwd = net.add_link(spec.link_config());
+            let rev = net.add_link(spec.link_config());
+            net.set_route(a, path, b, &[fwd]);
+            net.set_route(b, path, a, &[rev]);
+            forward.push(fwd);
+            reverse.push(rev);
+        }
+        Pair {
+            net,
+            a,
+            b,
+            forward,
+            reverse,
+        }
+    }
+
+    /// One [`Network::step`]: jumps to the next wake-up and processes it. Returns
+    /// false when nothing is pending.
+    pub fn drive(&mut self) -> bool {
+        self.net.step()
+    }
+}

@@ -1,0 +1,79 @@
+//! Deficit-based path selection (paper §4.2.3, eq. (6)).
+
+/// Per-path deficits Z_p. Each transmission adds every open path's normalised open
+/// window `O_p / sum_j O_j` to its deficit, picks the largest deficit, and takes one
+/// from it: paths receive transmissions in proportion to their open windows,
+/// without bursts.
+#[derive(Clone, Debug, Default)]
+pub struct DeficitSelector {
+    deficit: Vec<f64>,
+}
+
+impl DeficitSelector {
+    /// A selector for `paths` paths, all deficits zero.
+    pub fn new(paths: usize) -> DeficitSelector {
+        DeficitSelector {
+            deficit: vec![0.0; paths],
+        }
+    }
+
+    /// Deficit of a path.
+    pub fn deficit(&self, path: usize) -> f64 {
+        self.deficit[path]
+    }
+
+    /// Forgets a path's deficit (it left rotation).
+    pub fn reset(&mut self, path: usize) {
+        self.deficit[path] = 0.0;
+    }
+
+    /// Picks the path of the next transmission from the open windows `open[p]`
+    /// (packets; 0 for a path that cannot send); `None` when every window is closed.
+    pub fn select(&mut self, open: &[f64]) -> Option<usize> {
+        let total: f64 = open.iter().sum();
+        if total <= 0.0 {
+            return None;
+        }
+        let inv = 1.0 / total;
+        let mut best = None;
+        let mut best_z = f64::NEG_INFINITY;
+        for (p, (&o, z)) in open.iter().zip(self.deficit.iter_mut()).enumerate() {
+            if o <= 0.0 {
+                continue;
+            }
+            *z += o * inv;
+            if *z > best_z {
+                best_z = *z;
+                best = Some(p);
+            }
+        }
+        let best = best?;
+        self.deficit[best] -= 1.0;
+        Some(best)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_follow_open_windows_smoothly() {
+        let mut s = DeficitSelector::new(3);
+        let open = [4.0, 2.0, 2.0];
+        let picks: Vec<usize> = (0..8).map(|_| s.select(&open).unwrap()).collect();
+        let count = |p| picks.iter().filter(|&&x| x == p).count();
+        assert_eq!((count(0), count(1), count(2)), (4, 2, 2));
+        // Never two picks of a half-share path in a row.
+        assert!(picks.windows(2).all(|w| !(w[0] == w[1] && w[0] != 0)));
+    }
+
+    #[test]
+    fn closed_windows_are_never_picked() {
+        let mut s = DeficitSelector::new(2);
+        assert_eq!(s.select(&[0.0, 0.0]), None);
+        for _ in 0..10 {
+            assert_eq!(s.select(&[0.0, 3.0]), Some(1));
+        }
+    }
+}

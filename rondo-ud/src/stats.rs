@@ -1,0 +1,187 @@
+//! Counters and distributions the engine exposes (DESIGN.md "Metrics").
+
+/// An exact histogram of small non-negative integers (OOD, RBO in packets), with
+/// one overflow bucket; gives average, percentiles and maximum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    overflow: u64,
+    total: u64,
+    sum: u128,
+    max: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram::new(4096)
+    }
+}
+
+impl Histogram {
+    /// Exact counts for values below `exact`; larger values are only in max/avg.
+    pub fn new(exact: usize) -> Histogram {
+        Histogram {
+            counts: vec![0; exact.max(1)],
+            overflow: 0,
+            total: 0,
+            sum: 0,
+            max: 0,
+        }
+    }
+
+    /// Records one sample.
+    pub fn record(&mut self, v: u64) {
+        match self.counts.get_mut(v as usize) {
+            Some(c) => *c += 1,
+            None => self.overflow += 1,
+        }
+        self.total += 1;
+        self.sum += v as u128;
+        self.max = self.max.max(v);
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        if other.counts.len() > self.counts.len() {
+            self.counts.resize(other.counts.len(), 0);
+        }
+        for (i, c) in other.counts.iter().enumerate() {
+            self.counts[i] += c;
+        }
+        self.overflow += other.overflow;
+        self.total += other.total;
+        self.sum += other.sum;
+        self.max = self.max.max(other.max);
+    }
+
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// Mean, 0 without samples.
+    pub fn mean(&self) -> f64 {
+        if self.total == 0 {
+            0.0
+        } else {
+            self.sum as f64 / self.total as f64
+        }
+    }
+
+    /// Largest sample, 0 without samples.
+    pub fn max(&self) -> u64 {
+        self.max
+    }
+
+    /// The smallest value v such that at least `q` (0..=1) of the samples are <= v.
+    /// Values in the overflow bucket are reported as the maximum.
+    pub fn quantile(&self, q: f64) -> u64 {
+        if self.total == 0 {
+            return 0;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (v, c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return v as u64;
+            }
+        }
+        self.max
+    }
+}
+
+/// Sender counters of one connection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SenderStats {
+    /// Data packets sent, retransmissions included.
+    pub data_packets_sent: u64,
+    /// Data bytes sent (engine header included).
+    pub data_bytes_sent: u64,
+    /// Retransmitted data packets.
+    pub retransmissions: u64,
+    /// Retransmissions whose original copy was acknowledged after all.
+    pub spurious_retransmissions: u64,
+    /// Packets declared lost (early recovery, NAK or timeout).
+    pub lost_declared: u64,
+    /// Distinct PSNs acknowledged.
+    pub packets_acked: u64,
+    /// Messages whose every packet was acknowledged.
+    pub messages_completed: u64,
+    /// Probes sent.
+    pub probes_sent: u64,
+    /// Probe ACKs received.
+    pub probes_acked: u64,
+    /// Probing phases started after startup.
+    pub probing_phases: u64,
+    /// Retransmission timeouts.
+    pub rto_fired: u64,
+    /// NAKs received.
+    pub naks_received: u64,
+    /// Window cuts caused by "reorder buffer full" NAKs.
+    pub buffer_full_cuts: u64,
+    /// ACKs carrying an ECN echo.
+    pub ecn_echoes: u64,
+    /// Paths taken out of rotation.
+    pub path_downs: u64,
+    /// ACKs or NAKs that referred to nothing this sender sent.
+    pub bad_feedback: u64,
+}
+
+/// Receiver counters and distributions of one connection.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReceiverStats {
+    /// OOD sampled at every data arrival, before it is applied (DESIGN.md "Metrics").
+    pub ood: Histogram,
+    /// RBO (packets held out of order) sampled at every data arrival.
+    pub rbo: Histogram,
+    /// Data packets received (duplicates included).
+    pub data_packets: u64,
+    /// Payload bytes delivered in order.
+    pub bytes_delivered: u64,
+    /// Messages delivered.
+    pub messages_delivered: u64,
+    /// Duplicate data packets (already received).
+    pub duplicates: u64,
+    /// Data packets dropped because the reorder buffer was full (NAKed).
+    pub dropped_buffer_full: u64,
+    /// Data packets dropped because their PSN was too far ahead.
+    pub dropped_out_of_window: u64,
+    /// Data packets whose message fields contradict the stream (dropped).
+    pub inconsistent: u64,
+    /// Probes received.
+    pub probes: u64,
+    /// Arrivals marked Congestion Experienced.
+    pub ce_marked: u64,
+}
+
+/// Endpoint-wide counters of datagrams that could not be used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EndpointStats {
+    /// Datagrams that failed to parse.
+    pub malformed: u64,
+    /// Datagrams for a flow this endpoint does not have.
+    pub unknown_flow: u64,
+    /// Datagrams received.
+    pub datagrams: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_are_exact() {
+        let mut h = Histogram::new(16);
+        for v in 1..=100 {
+            h.record(v % 10);
+        }
+        assert_eq!(h.count(), 100);
+        assert_eq!(h.quantile(0.5), 4);
+        assert_eq!(h.quantile(0.99), 9);
+        assert_eq!(h.max(), 9);
+        assert!((h.mean() - 4.5).abs() < 1e-9);
+        h.record(1000);
+        assert_eq!(h.quantile(1.0), 1000);
+    }
+}

@@ -1,0 +1,133 @@
+//! A ready two-host testbed: two [`Endpoint`]s with one connection each, joined by
+//! the in-memory [`Pair`] over parallel paths (the paper's Fig. 9a testbed). Used
+//! by tests, benchmarks and `rondo demo`.
+
+use crate::config::FlowConfig;
+use crate::endpoint::{ConnectionHandle, Endpoint, EndpointConfig, EndpointError};
+use crate::event::Event;
+use crate::mem::{Pair, PathSpec};
+use crate::time::Instant;
+use crate::Connection;
+
+/// Two endpoints `a` (sender) and `b` (receiver) with one flow between them.
+pub struct Testbed {
+    /// The network.
+    pub pair: Pair<Endpoint>,
+    /// Connection handle on `a`.
+    pub conn_a: ConnectionHandle,
+    /// Connection handle on `b`.
+    pub conn_b: ConnectionHandle,
+    /// Events seen on `a`, in order.
+    pub events_a: Vec<(Instant, Event)>,
+    /// Events seen on `b`, in order.
+    pub events_b: Vec<(Instant, Event)>,
+}
+
+impl Testbed {
+    /// Two hosts with NICs of `host_gbps` over `paths`; the flow uses `cfg` on both
+    /// sides (its `paths` is set to the number of paths) and the receiver's reorder
+    /// buffer `endpoint` configuration.
+    pub fn new(
+        seed: u64,
+        host_gbps: f64,
+        paths: &[PathSpec],
+        cfg: &FlowConfig,
+        endpoint: EndpointConfig,
+    ) -> Result<Testbed, EndpointError> {
+        let mut cfg = cfg.clone();
+        cfg.paths = paths.len() as u16;
+        cfg.line_rate_bps = (host_gbps * 1e9) as u64;
+        let mut a = Endpoint::new(endpoint.clone())?;
+        let mut b = Endpoint::new(endpoint)?;
+        let conn_a = a.connect(Instant::ZERO, 1, 2, &cfg)?;
+        let mut cfg_b = cfg.clone();
+        cfg_b.seed = cfg.seed.wrapping_add(1);
+        let conn_b = b.connect(Instant::ZERO, 2, 1, &cfg_b)?;
+        Ok(Testbed {
+            pair: Pair::new(seed, a, b, host_gbps, paths),
+            conn_a,
+            conn_b,
+            events_a: Vec::new(),
+            events_b: Vec::new(),
+        })
+    }
+
+    /// The current time.
+    pub fn now(&self) -> Instant {
+        self.pair.net.now()
+    }
+
+    /// The sending connection.
+    pub fn sender(&self) -> &Connection {
+        self.pair.net.host(self.pair.a).connection(self.conn_a)
+    }
+
+    /// The receiving connection.
+    pub fn receiver(&self) -> &Connection {
+        self.pair.net.host(self.pair.b).connection(self.conn_b)
+    }
+
+    /// The receiving endpoint.
+    pub fn receiver_endpoint(&self) -> &Endpoint {
+        self.pair.net.host(self.pair.b)
+    }
+
+    /// Posts a message from `a` to `b`.
+    pub fn post(&mut self, msg_id: u64, data: Vec<u8>) -> Result<(), crate::PostError> {
+        let now = self.now();
+        let (a, h) = (self.pair.a, self.conn_a);
+        self.pair.net.host_mut(a).post(h, now, msg_id, data)
+    }
+
+    fn collect_events(&mut self) -> bool {
+        let now = self.now();
+        let mut any = false;
+        let (a, ha, b, hb) = (self.pair.a, self.conn_a, self.pair.b, self.conn_b);
+        while let Some(e) = self.pair.net.host_mut(a).poll_event(ha) {
+            self.events_a.push((now, e));
+            any = true;
+        }
+        while let Some(e) = self.pair.net.host_mut(b).poll_event(hb) {
+            self.events_b.push((now, e));
+            any = true;
+        }
+        any
+    }
+
+    /// Steps the network until `done` holds (checked after every step and event
+    /// collection), the network is idle, or `deadline` passes. Returns whether `done` held.
+    pub fn run_until(&mut self, deadline: Instant, mut done: impl FnMut(&Testbed) -> bool) -> bool {
+        loop {
+            self.collect_events();
+            if done(self) {
+                return true;
+            }
+            match self.pair.net.next_event() {
+                Some(t) if t <= deadline => {
+                    self.pair.net.step();
+                }
+                _ => {
+                    self.pair.net.run_until(deadline);
+                    self.collect_events();
+                    return done(self);
+                }
+            }
+        }
+    }
+
+    /// Messages received by `b` so far, in delivery order.
+    pub fn received(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.events_b.iter().filter_map(|(_, e)| match e {
+            Event::Received { msg_id, data } => Some((*msg_id, data.as_slice())),
+            _ => None,
+        })
+    }
+
+    /// Number of messages `a` has seen completed.
+    pub fn send_completions(&self) -> usize {
+        self.events_a
+            .iter()
+            .filter(|(_, e)| matches!(e, Event::SendComplete { .. }))
+            .count()
+    }
+}

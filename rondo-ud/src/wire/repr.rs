@@ -1,0 +1,311 @@
+//! [`Repr`]: a checked, high-level form of a Rondo packet, with `parse` and `emit`.
+
+use crate::Psn;
+
+use super::packet::{FEEDBACK_DUPLICATE, FEEDBACK_OF_PROBE};
+use super::{Flags, Packet, PacketType, WireError, VERSION};
+
+/// Fields of the common header a sender chooses (version, type and `header_words`
+/// follow from the [`Body`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommonRepr {
+    /// Destination flow / QP number.
+    pub flow: u32,
+    /// DATA: the PSN. PROBE: the probe sequence number (a separate number space,
+    /// the paper's "reserved PSN"). ACK/NAK: 0 by convention.
+    pub psn: Psn,
+    /// Logical path the packet is sent on.
+    pub path: u16,
+    /// Flags. For DATA, [`Repr::emit`] sets `FIRST` and `LAST` itself.
+    pub flags: Flags,
+    /// Sender's clock at transmission, ns (ACK/NAK: when the feedback was sent).
+    pub timestamp_ns: u64,
+}
+
+/// DATA fields: which slice of which message the payload is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataRepr {
+    /// Message identifier.
+    pub msg_id: u64,
+    /// Total message length in bytes (at least 1).
+    pub msg_len: u64,
+    /// Byte offset of this payload in the message.
+    pub offset: u64,
+    /// Payload bytes after the header (at least 1; not a header field, the rest of
+    /// the datagram).
+    pub payload_len: usize,
+}
+
+impl DataRepr {
+    /// Checks that the payload is non-empty and fits in the message.
+    pub fn check(&self) -> Result<(), WireError> {
+        self.end().map(|_| ())
+    }
+
+    /// True when this packet starts its message.
+    pub const fn is_first(&self) -> bool {
+        self.offset == 0
+    }
+
+    /// True when this packet ends its message (`offset + payload_len == msg_len`).
+    pub fn is_last(&self) -> bool {
+        self.end() == Ok(self.msg_len)
+    }
+
+    /// `offset + payload_len`, after [`DataRepr::check`]'s checks.
+    fn end(&self) -> Result<u64, WireError> {
+        if self.payload_len == 0 {
+            return Err(WireError::EmptyPayload);
+        }
+        u64::try_from(self.payload_len)
+            .ok()
+            .and_then(|len| self.offset.checked_add(len))
+            .filter(|&end| end <= self.msg_len)
+            .ok_or(WireError::InconsistentMessage {
+                msg_len: self.msg_len,
+                offset: self.offset,
+                payload_len: self.payload_len,
+            })
+    }
+}
+
+/// PROBE fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeRepr {
+    /// Zero bytes after the header, so a probe can be as large as a data packet.
+    pub pad_len: usize,
+}
+
+/// ACK and NAK fields ("feedback").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeedbackRepr {
+    /// PSN (or probe number) of the packet this feedback is about.
+    pub acked_psn: Psn,
+    /// Receiver's next expected PSN: everything before it was received.
+    pub cum_ack: Psn,
+    /// Highest data PSN the receiver has seen.
+    pub highest_psn: Psn,
+    /// Path the acked packet arrived on.
+    pub acked_path: u16,
+    /// The acked packet was a probe (`acked_psn` is a probe number).
+    pub of_probe: bool,
+    /// The acked packet was a duplicate.
+    pub duplicate: bool,
+    /// `timestamp_ns` of the acked packet: RTT = now - echo (paper §4.3).
+    pub echo_timestamp_ns: u64,
+    /// Receiver's clock when the acked packet arrived: forward delay = rx - echo;
+    /// the clock offset cancels between paths (paper §4.3).
+    pub rx_timestamp_ns: u64,
+}
+
+impl FeedbackRepr {
+    fn flags_byte(&self) -> u8 {
+        let mut byte = 0;
+        if self.of_probe {
+            byte |= FEEDBACK_OF_PROBE;
+        }
+        if self.duplicate {
+            byte |= FEEDBACK_DUPLICATE;
+        }
+        byte
+    }
+}
+
+/// Why a receiver dropped a data packet and NAKed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NakReason {
+    /// The reorder buffer was full.
+    BufferFull = 1,
+    /// The PSN was too far ahead of `cum_ack`.
+    OutOfWindow = 2,
+}
+
+impl TryFrom<u8> for NakReason {
+    type Error = WireError;
+
+    fn try_from(byte: u8) -> Result<NakReason, WireError> {
+        match byte {
+            1 => Ok(NakReason::BufferFull),
+            2 => Ok(NakReason::OutOfWindow),
+            other => Err(WireError::BadNakReason(other)),
+        }
+    }
+}
+
+/// The type-specific part of a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// A DATA packet.
+    Data(DataRepr),
+    /// A PROBE packet.
+    Probe(ProbeRepr),
+    /// An ACK.
+    Ack(FeedbackRepr),
+    /// A NAK and its reason.
+    Nak(FeedbackRepr, NakReason),
+}
+
+/// A whole packet header, checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repr {
+    /// Common header fields.
+    pub common: CommonRepr,
+    /// Type-specific fields.
+    pub body: Body,
+}
+
+impl Repr {
+    /// Parses and checks every rule of the format (see [`WireError`] for the list).
+    /// Works on unchecked packets too; never panics.
+    pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr, WireError> {
+        packet.check_len()?;
+        let packet_type = packet.packet_type()?;
+        let flags = packet.flags()?;
+        for extension in packet.extensions() {
+            let extension = extension?;
+            // Version 1 understands no extension type.
+            if extension.is_critical() {
+                return Err(WireError::UnknownCriticalExtension(extension.kind));
+            }
+        }
+        let common = CommonRepr {
+            flow: packet.flow(),
+            psn: packet.psn(),
+            path: packet.path(),
+            flags,
+            timestamp_ns: packet.timestamp_ns(),
+        };
+        // check_len: header_len <= buffer length.
+        let after_header = packet.as_bytes().len() - packet.header_len();
+        let body = match packet_type {
+            PacketType::Data => {
+                let data = DataRepr {
+                    msg_id: packet.msg_id(),
+                    msg_len: packet.msg_len(),
+                    offset: packet.offset(),
+                    payload_len: after_header,
+                };
+                data.check()?;
+                if flags.contains(Flags::FIRST) != data.is_first()
+                    || flags.contains(Flags::LAST) != data.is_last()
+                {
+                    return Err(WireError::FirstLastMismatch);
+                }
+                Body::Data(data)
+            }
+            PacketType::Probe => Body::Probe(ProbeRepr {
+                pad_len: after_header,
+            }),
+            PacketType::Ack | PacketType::Nak => {
+                if after_header != 0 {
+                    return Err(WireError::TrailingBytes(after_header));
+                }
+                let feedback_flags = packet.feedback_flags();
+                if feedback_flags & !(FEEDBACK_OF_PROBE | FEEDBACK_DUPLICATE) != 0 {
+                    return Err(WireError::ReservedFlags(feedback_flags));
+                }
+                let feedback = FeedbackRepr {
+                    acked_psn: packet.acked_psn(),
+                    cum_ack: packet.cum_ack(),
+                    highest_psn: packet.highest_psn(),
+                    acked_path: packet.acked_path(),
+                    of_probe: packet.of_probe(),
+                    duplicate: packet.duplicate(),
+                    echo_timestamp_ns: packet.echo_timestamp_ns(),
+                    rx_timestamp_ns: packet.rx_timestamp_ns(),
+                };
+                match (packet_type, packet.nak_reason()) {
+                    (PacketType::Ack, 0) => Body::Ack(feedback),
+                    (PacketType::Ack, reason) => return Err(WireError::BadNakReason(reason)),
+                    (_, reason) => Body::Nak(feedback, NakReason::try_from(reason)?),
+                }
+            }
+        };
+        Ok(Repr { common, body })
+    }
+
+    /// The packet type of the body.
+    pub const fn packet_type(&self) -> PacketType {
+        match self.body {
+            Body::Data(_) => PacketType::Data,
+            Body::Probe(_) => PacketType::Probe,
+            Body::Ack(_) => PacketType::Ack,
+            Body::Nak(..) => PacketType::Nak,
+        }
+    }
+
+    /// Bytes before the payload. Version 1 emits no extensions, so this is the
+    /// type's fixed header length.
+    pub const fn header_len(&self) -> usize {
+        self.packet_type().fixed_header_len()
+    }
+
+    /// Bytes of the whole datagram: header plus DATA payload or PROBE padding.
+    pub const fn buffer_len(&self) -> usize {
+        let after_header = match self.body {
+            Body::Data(data) => data.payload_len,
+            Body::Probe(probe) => probe.pad_len,
+            Body::Ack(_) | Body::Nak(..) => 0,
+        };
+        self.header_len().saturating_add(after_header)
+    }
+
+    /// Writes the header (and the zero padding of a probe) at the start of `buf` and
+    /// returns `header_len()`. For DATA the caller then writes `payload_len` bytes at
+    /// `buf[header_len..]`; the datagram is `buf[..buffer_len()]`.
+    ///
+    /// For DATA, `FIRST` and `LAST` are set from `offset`, `payload_len` and
+    /// `msg_len` whatever `common.flags` says, so the output always parses back.
+    ///
+    /// Errors: [`WireError::BufferTooSmall`] when `buf` is shorter than
+    /// `buffer_len()`; for DATA, [`WireError::EmptyPayload`] or
+    /// [`WireError::InconsistentMessage`] when the payload does not fit the message.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
+        let needed = self.buffer_len();
+        let got = buf.len();
+        if got < needed {
+            return Err(WireError::BufferTooSmall { needed, got });
+        }
+        let mut flags = self.common.flags;
+        if let Body::Data(data) = &self.body {
+            data.check()?;
+            flags = flags
+                .with_if(Flags::FIRST, data.is_first())
+                .with_if(Flags::LAST, data.is_last());
+        }
+        let header_len = self.header_len();
+        let mut packet = Packet::new_unchecked(&mut buf[..needed]);
+        packet.set_version(VERSION);
+        packet.set_packet_type(self.packet_type());
+        packet.set_flags(flags);
+        // Fixed header lengths are multiples of 4, at most 56 bytes.
+        packet.set_header_words((header_len / 4) as u8);
+        packet.set_path(self.common.path);
+        packet.set_reserved(0);
+        packet.set_flow(self.common.flow);
+        packet.set_psn(self.common.psn);
+        packet.set_timestamp_ns(self.common.timestamp_ns);
+        match self.body {
+            Body::Data(data) => {
+                packet.set_msg_id(data.msg_id);
+                packet.set_msg_len(data.msg_len);
+                packet.set_offset(data.offset);
+            }
+            Body::Probe(_) => packet.payload_mut().fill(0),
+            Body::Ack(feedback) => emit_feedback(&mut packet, &feedback, 0),
+            Body::Nak(feedback, reason) => emit_feedback(&mut packet, &feedback, reason as u8),
+        }
+        Ok(header_len)
+    }
+}
+
+fn emit_feedback(packet: &mut Packet<&mut [u8]>, feedback: &FeedbackRepr, nak_reason: u8) {
+    packet.set_acked_psn(feedback.acked_psn);
+    packet.set_cum_ack(feedback.cum_ack);
+    packet.set_highest_psn(feedback.highest_psn);
+    packet.set_acked_path(feedback.acked_path);
+    packet.set_feedback_flags(feedback.flags_byte());
+    packet.set_nak_reason(nak_reason);
+    packet.set_echo_timestamp_ns(feedback.echo_timestamp_ns);
+    packet.set_rx_timestamp_ns(feedback.rx_timestamp_ns);
+}
