@@ -25,6 +25,16 @@ pub enum AlphaWeight {
     Sample,
 }
 
+/// How ARCC estimates a path's queueing delay d_p (paper §4.2.1; see docs/engine.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueEstimate {
+    /// Mean RTT of the update interval minus the base RTT (default): the same
+    /// for every flow crossing a queue, no lag when shares change.
+    Rtt,
+    /// The paper's excess inflight over the smoothed ACK rate, (inflight_p - r_p T) / r_p.
+    Inflight,
+}
+
 /// Per-flow configuration. `FlowConfig::default()` gives the paper's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowConfig {
@@ -51,6 +61,8 @@ pub struct FlowConfig {
     pub alpha_weight: AlphaWeight,
     /// Window EWMA gain gamma = 0.5.
     pub gamma: f64,
+    /// How the queueing delay d_p is estimated.
+    pub queue_estimate: QueueEstimate,
     /// An estimated queueing delay above this multiple of tau_q sets W = W* at once.
     pub fast_correction_factor: f64,
     /// Initial window per path, in packets (W0 >= q0 / 4).
@@ -109,6 +121,7 @@ impl Default for FlowConfig {
             alpha: 0.8,
             alpha_weight: AlphaWeight::History,
             gamma: 0.5,
+            queue_estimate: QueueEstimate::Rtt,
             fast_correction_factor: 4.0,
             initial_window: 1.0,
             min_window: 1.0,

@@ -25,7 +25,7 @@ pub mod time;
 pub mod transmit;
 pub mod wire;
 
-pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection};
+pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate};
 pub use connection::Connection;
 pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointConfig, EndpointError};
 pub use event::{ConnectionError, Event, PostError};

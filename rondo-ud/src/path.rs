@@ -1,7 +1,7 @@
 //! Per-path sender state: ACK-rate-based congestion control (ARCC, paper §4.2.1),
 //! RTT and forward-delay estimates (§4.3), and accounting.
 
-use crate::config::{AlphaWeight, FlowConfig};
+use crate::config::{AlphaWeight, FlowConfig, QueueEstimate};
 use crate::time::{Duration, Instant};
 
 /// Whether a path is in rotation.
@@ -23,6 +23,7 @@ pub(crate) struct ArccParams {
     pub gamma: f64,
     pub fast_correction_factor: f64,
     pub min_window: f64,
+    pub queue_estimate: QueueEstimate,
 }
 
 /// What one ARCC update saw and decided (for tests and traces).
@@ -48,6 +49,13 @@ pub struct PathState {
     pub(crate) margin: f64,
     /// ACK rate r_p, packets per microsecond.
     pub(crate) ack_rate: f64,
+    /// Data transmissions per microsecond, EWMA over update intervals.
+    pub(crate) send_rate: f64,
+    interval_rtt_sum_ps: f64,
+    rttvar_ps: f64,
+
+    interval_rtt_samples: u32,
+    pub(crate) sent_in_interval: u32,
     pub(crate) updates: u64,
     pub(crate) acks_in_interval: u32,
     pub(crate) probe_acks_in_interval: u32,
@@ -96,6 +104,12 @@ impl PathState {
             window: cfg.initial_window,
             margin: cfg.q0 / 4.0, // paper App. C.3: q starts at a = q0/4
             ack_rate: 0.0,
+            send_rate: 0.0,
+            interval_rtt_sum_ps: 0.0,
+            rttvar_ps: 0.0,
+
+            interval_rtt_samples: 0,
+            sent_in_interval: 0,
             updates: 0,
             acks_in_interval: 0,
             probe_acks_in_interval: 0,
@@ -127,6 +141,15 @@ impl PathState {
     /// Base RTT when known (configured or measured).
     pub fn base_rtt(&self) -> Option<Duration> {
         self.configured_base_rtt.or(self.min_rtt)
+    }
+
+    /// How long after sending a packet on this path its ACK is overdue: the
+    /// smoothed RTT plus the larger of four RTT deviations and a quarter RTT
+    /// (RACK-style reordering window, per path).
+    pub(crate) fn ack_deadline(&self, fallback: Duration) -> Duration {
+        let srtt = self.srtt.unwrap_or(fallback);
+        let slack = (4.0 * self.rttvar_ps).max(srtt.as_ps() as f64 / 4.0);
+        srtt + Duration::from_ps(slack as u64)
     }
 
     /// Smoothed RTT.
@@ -169,6 +192,16 @@ impl PathState {
         self.fwd_delay_ns
     }
 
+    /// Measured data transmission rate, packets per microsecond (EWMA).
+    pub fn send_rate(&self) -> f64 {
+        self.send_rate
+    }
+
+    /// Consecutive forward-delay samples within tolerance of the estimate.
+    pub fn stable_samples(&self) -> u32 {
+        self.fwd_stable_samples
+    }
+
     /// Counters.
     pub fn counters(&self) -> PathCounters {
         self.counters
@@ -184,7 +217,15 @@ impl PathState {
 
     /// An RTT sample from an ACK (data or probe).
     pub(crate) fn on_rtt_sample(&mut self, rtt: Duration, gain: f64) {
+        self.interval_rtt_sum_ps += rtt.as_ps() as f64;
+        self.interval_rtt_samples += 1;
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        if let Some(s) = self.srtt {
+            let dev = (s.as_ps() as f64 - rtt.as_ps() as f64).abs();
+            self.rttvar_ps += 0.25 * (dev - self.rttvar_ps);
+        } else {
+            self.rttvar_ps = rtt.as_ps() as f64 / 2.0;
+        }
         self.srtt = Some(match self.srtt {
             None => rtt,
             Some(s) => {
@@ -235,6 +276,13 @@ impl PathState {
             return None;
         }
         let sample = acks as f64 / elapsed.as_us_f64();
+        let sent = self.sent_in_interval as f64 / elapsed.as_us_f64();
+        self.send_rate = if self.updates == 0 {
+            sent
+        } else {
+            p.alpha * self.send_rate + (1.0 - p.alpha) * sent
+        };
+        self.sent_in_interval = 0;
         self.ack_rate = if self.updates == 0 {
             sample // start r_p from the first sample, not from 0
         } else {
@@ -247,13 +295,31 @@ impl PathState {
         let tau_us = p.tau_q.as_us_f64();
         let pipe = self.ack_rate * t_us; // C_p = r_p T
         let queue = self.inflight as f64 - pipe; // Q_p = inflight_p - C_p
-        let delay_us = if self.ack_rate > 0.0 {
+        let by_inflight = if self.ack_rate > 0.0 {
             (queue / self.ack_rate).max(0.0)
         } else if queue > 0.0 {
             f64::INFINITY
         } else {
             0.0
         };
+        // Queueing delay d_p. The paper derives it from the excess inflight, Q_p / r_p;
+        // with an EWMA-smoothed r_p that estimate lags when a flow's share changes
+        // (a shrinking flow sees no queue and keeps its margin, a growing one sees
+        // a large queue and cuts it), which stalls convergence to fairness. The
+        // interval's mean RTT minus the base RTT measures the same queue without the
+        // lag and is the same for every flow crossing it (App. C's assumption).
+        // Q_p / r_p remains the fallback for intervals without RTT samples.
+        let delay_us = if self.interval_rtt_samples > 0 {
+            let avg = self.interval_rtt_sum_ps / self.interval_rtt_samples as f64 / 1e6;
+            match p.queue_estimate {
+                QueueEstimate::Rtt => (avg - t_us).max(0.0),
+                QueueEstimate::Inflight => by_inflight,
+            }
+        } else {
+            by_inflight
+        };
+        self.interval_rtt_sum_ps = 0.0;
+        self.interval_rtt_samples = 0;
         if delay_us < tau_us {
             self.margin = (self.margin + p.q0 / 4.0).min(p.q0);
         } else if delay_us.is_finite() {
@@ -317,6 +383,7 @@ mod tests {
             gamma: 0.5,
             fast_correction_factor: 4.0,
             min_window: 1.0,
+            queue_estimate: QueueEstimate::Rtt,
         }
     }
 

@@ -162,39 +162,55 @@ impl UnsentSet {
     }
 }
 
-/// Recomputes every path's skip, eq. (7):
-/// skip_p = round( sum_{p' != p} (W_p' / RTT_p') * max(D_p - D_p', 0) ).
-/// Paths out of rotation or without estimates neither get a skip nor contribute.
-pub(crate) fn compute_skips(paths: &mut [PathState]) {
-    let n = paths.len();
-    for p in 0..n {
-        let Some(dp) = usable_delay(&paths[p]) else {
-            paths[p].skip = 0;
+/// The skips of eq. (7) from per-path transmission rates (packets per ns) and
+/// forward delays (ns, any common offset; `None` for a path without an estimate or
+/// out of rotation): skip_p = round( sum_{p' != p} rate_p' * max(D_p - D_p', 0) ).
+pub fn skips(rates_per_ns: &[f64], delays_ns: &[Option<f64>], out: &mut [u32]) {
+    for (p, slot) in out.iter_mut().enumerate() {
+        let Some(dp) = delays_ns[p] else {
+            *slot = 0;
             continue;
         };
         let mut sum = 0.0;
-        for (q, other) in paths.iter().enumerate() {
-            if q == p {
-                continue;
-            }
-            let (Some(dq), Some(rtt)) = (usable_delay(other), other.srtt) else {
-                continue;
-            };
-            let gap = dp - dq;
-            if gap > 0.0 {
-                let rate = other.window / (rtt.as_ps() as f64 / 1e3); // packets per ns
-                sum += rate * gap;
+        for (q, (&rate, dq)) in rates_per_ns.iter().zip(delays_ns).enumerate() {
+            if let (true, Some(dq)) = (q != p, dq) {
+                sum += rate * (dp - dq).max(0.0);
             }
         }
-        paths[p].skip = sum.round().min(u32::MAX as f64) as u32;
+        *slot = sum.round().min(u32::MAX as f64) as u32;
     }
 }
 
-fn usable_delay(p: &PathState) -> Option<f64> {
-    if p.status != PathStatus::Up || p.srtt.is_none() {
-        return None;
+/// Recomputes every path's skip (eq. (7)) from its measured transmission rate and
+/// forward delay. The paper estimates a path's transmission rate as W_p / RTT_p; we
+/// use the measured data transmission rate of the path (EWMA over update
+/// intervals), which is the quantity eq. (7) multiplies and does not overestimate
+/// when the flow's pacer, not its window, limits the path. See docs/engine.md.
+pub(crate) fn compute_skips(paths: &mut [PathState], scratch: &mut SkipScratch) {
+    scratch.rates.clear();
+    scratch.delays.clear();
+    for p in paths.iter() {
+        let usable = p.status == PathStatus::Up && p.srtt.is_some();
+        scratch
+            .rates
+            .push(if usable { p.send_rate / 1e3 } else { 0.0 });
+        scratch
+            .delays
+            .push(if usable { p.fwd_delay_ns } else { None });
     }
-    p.fwd_delay_ns
+    scratch.out.resize(paths.len(), 0);
+    skips(&scratch.rates, &scratch.delays, &mut scratch.out);
+    for (p, &k) in paths.iter_mut().zip(&scratch.out) {
+        p.skip = k;
+    }
+}
+
+/// Reusable buffers for [`compute_skips`] (no allocation per update).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SkipScratch {
+    rates: Vec<f64>,
+    delays: Vec<Option<f64>>,
+    out: Vec<u32>,
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use crate::config::{FlowConfig, PathSelection};
 use crate::event::{ConnectionError, Event};
 use crate::mem::rng::Rng;
 use crate::path::{ArccParams, PathState, PathStatus};
-use crate::scheduler::{compute_skips, UnsentSet};
+use crate::scheduler::{compute_skips, SkipScratch, UnsentSet};
 use crate::select::DeficitSelector;
 use crate::stats::SenderStats;
 use crate::time::{Duration, Instant};
@@ -64,6 +64,7 @@ pub(crate) struct Sender {
     rng: Rng,
     selector: DeficitSelector,
     open: Vec<f64>,
+    skip_scratch: SkipScratch,
     pub(crate) stats: SenderStats,
     pub(crate) failed: Option<ConnectionError>,
     pending_path_events: VecDeque<Event>,
@@ -85,6 +86,7 @@ impl Sender {
                 gamma: cfg.gamma,
                 fast_correction_factor: cfg.fast_correction_factor,
                 min_window: cfg.min_window,
+                queue_estimate: cfg.queue_estimate,
             },
             payload: cfg.payload_per_packet() as u64,
             paths,
@@ -111,6 +113,7 @@ impl Sender {
             rng: Rng::new(cfg.seed),
             selector: DeficitSelector::new(cfg.paths as usize),
             open: vec![0.0; cfg.paths as usize],
+            skip_scratch: SkipScratch::default(),
             stats: SenderStats::default(),
             failed: None,
             pending_path_events: VecDeque::new(),
@@ -296,6 +299,7 @@ impl Sender {
         entry.tx_count = entry.tx_count.saturating_add(1);
         let p = &mut self.paths[path];
         p.inflight += 1;
+        p.sent_in_interval += 1;
         p.counters.data_sent += 1;
         self.stats.data_packets_sent += 1;
         self.stats.data_bytes_sent += total as u64;
@@ -388,7 +392,14 @@ impl Sender {
             self.stats.bad_feedback += 1;
             return false;
         };
-        if acked >= self.next_psn || cum > self.next_psn || highest >= self.next_psn {
+        // Everything below `sent_end` has a table entry; PSNs never sent have tx_count 0.
+        let sent_end = self.base + self.table.len() as u64;
+        let never_sent = acked >= self.base
+            && self
+                .table
+                .get((acked - self.base) as usize)
+                .is_none_or(|e| e.tx_count == 0);
+        if acked >= sent_end || cum > sent_end || highest >= sent_end || never_sent {
             self.stats.bad_feedback += 1;
             return false;
         }
@@ -397,7 +408,7 @@ impl Sender {
             if let Some(rtt) = now.checked_since(echo) {
                 let gain = self.cfg.delay_gain;
                 self.paths[path].on_rtt_sample(rtt, gain);
-                let fwd = fb.rx_timestamp_ns as i64 - fb.echo_timestamp_ns as i64;
+                let fwd = fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128;
                 self.paths[path].on_forward_delay_sample(
                     fwd as f64,
                     gain,
@@ -594,7 +605,7 @@ impl Sender {
                 self.declare_lost(self.base + i as u64, now, true);
             }
         }
-        compute_skips(&mut self.paths);
+        compute_skips(&mut self.paths, &mut self.skip_scratch);
     }
 
     /// Early recovery: a packet is lost when the receiver has seen a PSN more than
@@ -611,9 +622,7 @@ impl Sender {
             if !e.in_flight || e.acked {
                 continue;
             }
-            let p = &self.paths[e.path as usize];
-            let wait = p.srtt.unwrap_or(self.cfg.initial_rtt).mul_ratio(9, 8);
-            let due = e.sent_at + wait;
+            let due = e.sent_at + self.paths[e.path as usize].ack_deadline(self.cfg.initial_rtt);
             if due <= now {
                 self.declare_lost(self.base + i as u64, now, false);
             } else {
@@ -736,7 +745,7 @@ impl Sender {
             self.refresh_tau();
             self.maybe_enable_scheduler(now, events);
             if self.scheduler_on {
-                compute_skips(&mut self.paths);
+                compute_skips(&mut self.paths, &mut self.skip_scratch);
             }
         }
         if self.loss_timer.is_some_and(|t| t <= now) {
@@ -813,6 +822,10 @@ impl Sender {
 
     fn maybe_enable_scheduler(&mut self, now: Instant, events: &mut VecDeque<Event>) {
         if !self.cfg.scheduler || self.scheduler_on {
+            return;
+        }
+        if self.probing_until.is_some_and(|end| now < end) {
+            // Windows still jump while probing: the delays are not settled yet.
             return;
         }
         let need = self.cfg.scheduler_stable_samples;

@@ -83,11 +83,11 @@ impl Testbed {
         let now = self.now();
         let mut any = false;
         let (a, ha, b, hb) = (self.pair.a, self.conn_a, self.pair.b, self.conn_b);
-        while let Some(e) = self.pair.net.host_mut(a).poll_event(ha) {
+        while let Some(e) = self.pair.net.host_mut_quiet(a).poll_event(ha) {
             self.events_a.push((now, e));
             any = true;
         }
-        while let Some(e) = self.pair.net.host_mut(b).poll_event(hb) {
+        while let Some(e) = self.pair.net.host_mut_quiet(b).poll_event(hb) {
             self.events_b.push((now, e));
             any = true;
         }
@@ -113,6 +113,16 @@ impl Testbed {
                 }
             }
         }
+    }
+
+    /// Clears the receiver's OOD/RBO distributions (end of a warm-up period).
+    pub fn clear_receiver_distributions(&mut self) {
+        let (b, h) = (self.pair.b, self.conn_b);
+        self.pair
+            .net
+            .host_mut_quiet(b)
+            .connection_mut(h)
+            .clear_distributions();
     }
 
     /// Messages received by `b` so far, in delivery order.

@@ -243,6 +243,13 @@ impl<H: Host> Network<H> {
         &mut self.hosts[id.0].host
     }
 
+    /// A host, mutably, for changes that cannot make it send or move its timers
+    /// (draining its events, reading counters): unlike [`Self::host_mut`] it is
+    /// not polled again.
+    pub fn host_mut_quiet(&mut self, id: HostId) -> &mut H {
+        &mut self.hosts[id.0].host
+    }
+
     /// The NIC link of a host, for its statistics or to change its rate.
     pub fn nic(&self, id: HostId) -> LinkId {
         self.hosts[id.0].nic
