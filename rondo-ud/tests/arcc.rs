@@ -44,7 +44,6 @@ impl Dumbbell {
         Dumbbell {
             net,
             receivers,
-            senders,
             bottleneck,
             base_rtt_us,
         }
