@@ -204,10 +204,13 @@ impl Sender {
             }
         }
         if self.probing(now) && now >= self.line_next {
-            let up: Vec<usize> = self.up_paths().collect();
-            if !up.is_empty() {
-                let p = up[self.probe_rr % up.len()];
-                self.probe_rr = self.probe_rr.wrapping_add(1);
+            // Round robin over the paths in rotation, starting after the last probed.
+            let n = self.paths.len();
+            let next = (1..=n)
+                .map(|k| (self.probe_rr + k) % n)
+                .find(|&i| self.paths[i].status == PathStatus::Up);
+            if let Some(p) = next {
+                self.probe_rr = p;
                 return self.emit_probe(now, p, buf, remote_flow);
             }
         }
