@@ -14,6 +14,9 @@ use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, Pr
 use crate::Psn;
 use std::collections::{BTreeSet, VecDeque};
 
+/// Shortest ARCC update interval, whatever the RTT samples say.
+const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
+
 #[derive(Debug)]
 struct OutMessage {
     id: u64,
@@ -61,6 +64,10 @@ pub(crate) struct Sender {
     last_progress: Instant,
     loss_timer: Option<Instant>,
     last_nak_cut: Option<Instant>,
+    /// Receiver-limited span: new PSNs only below `una + rx_window`, set by
+    /// "reorder buffer full" NAKs and grown by one per window delivered.
+    rx_window: Option<u64>,
+    rx_window_grow: u64,
     rng: Rng,
     selector: DeficitSelector,
     open: Vec<f64>,
@@ -110,6 +117,8 @@ impl Sender {
             last_progress: now,
             loss_timer: None,
             last_nak_cut: None,
+            rx_window: None,
+            rx_window_grow: 0,
             rng: Rng::new(cfg.seed),
             selector: DeficitSelector::new(cfg.paths as usize),
             open: vec![0.0; cfg.paths as usize],
@@ -136,7 +145,14 @@ impl Sender {
     }
 
     fn has_data(&self) -> bool {
-        !self.retx.is_empty() || !self.unsent.is_empty()
+        !self.retx.is_empty() || self.new_data_allowed()
+    }
+
+    /// Unsent PSNs exist and the receiver-limited span lets the lowest one go.
+    fn new_data_allowed(&self) -> bool {
+        self.unsent
+            .lowest()
+            .is_some_and(|l| self.rx_window.is_none_or(|w| l < self.una + w))
     }
 
     /// Bytes posted and not yet acknowledged.
@@ -255,7 +271,11 @@ impl Sender {
                 } else {
                     1
                 };
-                (self.unsent.kth(k)?, false)
+                let mut psn = self.unsent.kth(k)?;
+                if self.rx_window.is_some_and(|w| psn >= self.una + w) {
+                    psn = self.unsent.lowest()?; // the receiver cannot hold the skip
+                }
+                (psn, false)
             }
         };
         let idx = (psn - self.base) as usize;
@@ -408,7 +428,7 @@ impl Sender {
         }
         let echo = Instant::from_ns(fb.echo_timestamp_ns);
         if nak.is_none() {
-            if let Some(rtt) = now.checked_since(echo) {
+            if let Some(rtt) = now.checked_since(echo).filter(|r| *r > Duration::ZERO) {
                 let gain = self.cfg.delay_gain;
                 self.paths[path].on_rtt_sample(rtt, gain);
                 let fwd = fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128;
@@ -431,7 +451,8 @@ impl Sender {
             let idx = (acked - self.base) as usize;
             if idx < self.table.len() {
                 if nak.is_some() {
-                    self.declare_lost(acked, now, false);
+                    // The path delivered it; the receiver refused it. Not a path loss.
+                    self.declare_lost(acked, now, true);
                 } else {
                     let e = self.table[idx];
                     if !e.acked && e.tx_count > 1 && echo.as_ns() < e.sent_at.as_ns() {
@@ -452,7 +473,7 @@ impl Sender {
             self.last_progress = now;
         }
         if nak == Some(NakReason::BufferFull) {
-            self.on_buffer_full(now, cum);
+            self.on_buffer_full(now, cum, acked);
         }
         self.detect_losses(now);
         events.append(&mut self.pending_path_events);
@@ -467,7 +488,8 @@ impl Sender {
             p.interval_start = now;
             let tu = p
                 .base_rtt_or(self.cfg.initial_rtt)
-                .mul_f64(self.cfg.update_interval_rtts);
+                .mul_f64(self.cfg.update_interval_rtts)
+                .max(MIN_UPDATE_INTERVAL);
             p.next_update = Some(now + tu);
         }
         if probe {
@@ -552,6 +574,13 @@ impl Sender {
             && self.table[(self.una - self.base) as usize].acked
         {
             self.una += 1;
+            if let Some(w) = self.rx_window {
+                self.rx_window_grow += 1;
+                if self.rx_window_grow >= w {
+                    self.rx_window_grow = 0;
+                    self.rx_window = (w < 1 << 20).then_some(w + 1);
+                }
+            }
         }
         while self.table.front().is_some_and(|e| e.acked && !e.in_flight) {
             self.table.pop_front();
@@ -634,7 +663,12 @@ impl Sender {
         }
     }
 
-    fn on_buffer_full(&mut self, now: Instant, hole: u64) {
+    fn on_buffer_full(&mut self, now: Instant, hole: u64, refused: u64) {
+        // The receiver could not hold `refused - hole` packets beyond its hole:
+        // keep new data within half of that until it drains.
+        let span = (refused.saturating_sub(hole) / 2).max(4);
+        self.rx_window = Some(self.rx_window.map_or(span, |w| w.min(span)));
+        self.rx_window_grow = 0;
         // Resend the hole first if its copy has had time to arrive.
         if hole >= self.base && ((hole - self.base) as usize) < self.table.len() {
             let e = self.table[(hole - self.base) as usize];
@@ -709,7 +743,9 @@ impl Sender {
                     Instant::ZERO
                 });
             }
-            if self.probing_until.is_some_and(|end| self.line_next < end) {
+            if self.probing_until.is_some_and(|end| self.line_next < end)
+                && self.paths.iter().any(|p| p.status == PathStatus::Up)
+            {
                 t = t.min(self.line_next);
             }
         }
@@ -719,6 +755,9 @@ impl Sender {
     pub(crate) fn handle_timeout(&mut self, now: Instant, events: &mut VecDeque<Event>) {
         if self.failed.is_some() {
             return;
+        }
+        if self.probing_until.is_some_and(|end| end <= now) {
+            self.probing_until = None;
         }
         self.expire_acked_inflight(now);
         let mut updated = false;
@@ -739,7 +778,7 @@ impl Sender {
             self.paths[i].arcc_update(now, base_rtt, &params);
             let tu = base_rtt
                 .mul_f64(self.cfg.update_interval_rtts)
-                .max(Duration::from_ns(1));
+                .max(MIN_UPDATE_INTERVAL);
             self.paths[i].next_update = Some(now + tu);
             updated = true;
             self.check_probe_trigger(now);
