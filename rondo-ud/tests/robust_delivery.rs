@@ -5,8 +5,9 @@
 //! Every run has a simulated-time deadline, so a stuck engine fails instead of
 //! hanging.
 
+mod common;
+
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use rondo_ud::mem::PathSpec;
 use rondo_ud::testbed::Testbed;
 use rondo_ud::{Duration, EndpointConfig, Event, FlowConfig, Instant, PathSelection};
@@ -344,19 +345,8 @@ fn message_sizes() -> impl Strategy<Value = Vec<usize>> {
     })
 }
 
-/// `cases` cases from a fixed seed (the same cases every run; change the seed to
-/// explore), no regression files, bounded shrinking.
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        rng_seed: RngSeed::Fixed(0x0052_6f6e_646f),
-        failure_persistence: None,
-        max_shrink_iters: 64,
-        ..ProptestConfig::with_cases(cases)
-    }
-}
-
 proptest! {
-    #![proptest_config(config(24))]
+    #![proptest_config(common::proptest_config(24))]
 
     #[test]
     fn delivery_under_loss_duplication_and_reordering(

@@ -3,8 +3,9 @@
 //! makes no sense), and nothing may panic. A property test then throws arbitrary and
 //! mutated datagrams at an endpoint and checks that it still moves a real message.
 
+mod common;
+
 use proptest::prelude::*;
-use proptest::test_runner::RngSeed;
 use rondo_ud::mem::PathSpec;
 use rondo_ud::testbed::Testbed;
 use rondo_ud::wire::{
@@ -930,19 +931,8 @@ fn feed(ep: &mut Endpoint, datagrams: &[Vec<u8>], start: Instant, spacing: Durat
     now
 }
 
-/// `cases` cases from a fixed seed (the same cases every run; change the seed to
-/// explore), no regression files, bounded shrinking.
-fn config(cases: u32) -> ProptestConfig {
-    ProptestConfig {
-        rng_seed: RngSeed::Fixed(0x0052_6f6e_646f),
-        failure_persistence: None,
-        max_shrink_iters: 64,
-        ..ProptestConfig::with_cases(cases)
-    }
-}
-
 proptest! {
-    #![proptest_config(config(256))]
+    #![proptest_config(common::proptest_config(256))]
 
     /// Arbitrary and mutated datagrams, into an endpoint with a message in flight:
     /// never a panic, counters match the results, emitted datagrams parse.
@@ -970,7 +960,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(32))]
+    #![proptest_config(common::proptest_config(32))]
 
     /// Garbage fed to the sending endpoint before it sends anything does not stop a
     /// real message from arriving byte-exact and completing.
