@@ -80,6 +80,10 @@ pub struct FlowConfig {
     pub path_selection: PathSelection,
     /// Packet scheduler on or off (paper §4.3).
     pub scheduler: bool,
+    /// Count the other paths' upcoming transmissions from their phase (last send
+    /// plus one interval) at every transmission, instead of eq. (7)'s fluid count
+    /// refreshed every Tu.
+    pub scheduler_phase: bool,
     /// Consecutive stable forward-delay samples per path before the scheduler starts.
     pub scheduler_stable_samples: u32,
     /// A forward-delay sample is stable when within this of the estimate.
@@ -130,6 +134,7 @@ impl Default for FlowConfig {
             probe_trigger_updates: 5,
             path_selection: PathSelection::Deficit,
             scheduler: true,
+            scheduler_phase: true,
             scheduler_stable_samples: 8,
             delay_stable_tolerance: Duration::from_us(2),
             delay_gain: 0.125,

@@ -56,6 +56,8 @@ pub struct PathState {
 
     interval_rtt_samples: u32,
     pub(crate) sent_in_interval: u32,
+    /// When this path last sent a data packet.
+    pub(crate) last_sent: Option<Instant>,
     pub(crate) updates: u64,
     pub(crate) acks_in_interval: u32,
     pub(crate) probe_acks_in_interval: u32,
@@ -110,6 +112,7 @@ impl PathState {
 
             interval_rtt_samples: 0,
             sent_in_interval: 0,
+            last_sent: None,
             updates: 0,
             acks_in_interval: 0,
             probe_acks_in_interval: 0,

@@ -181,6 +181,36 @@ pub fn skips(rates_per_ns: &[f64], delays_ns: &[Option<f64>], out: &mut [u32]) {
     }
 }
 
+/// The skip of a transmission on path `p` at `now_ns`, counting the other paths'
+/// actual upcoming opportunities rather than their fluid rate: path q, whose next
+/// transmission is expected at `next_ns[q]` and then every `1 / rates_per_ns[q]`,
+/// contributes the opportunities it has before `now + D_p - D_q` (App. C.4, eq. (55)
+/// without the fluid rounding). Paths without a delay estimate contribute nothing.
+pub fn phase_skip(
+    p: usize,
+    now_ns: f64,
+    rates_per_ns: &[f64],
+    delays_ns: &[Option<f64>],
+    next_ns: &[f64],
+) -> u64 {
+    let Some(dp) = delays_ns[p] else { return 0 };
+    let mut skip = 0u64;
+    for q in 0..rates_per_ns.len() {
+        let (Some(dq), rate) = (delays_ns[q], rates_per_ns[q]) else {
+            continue;
+        };
+        if q == p || rate <= 0.0 || dp <= dq {
+            continue;
+        }
+        let horizon = now_ns + (dp - dq);
+        let next = next_ns[q].max(now_ns);
+        if next < horizon {
+            skip += ((horizon - next) * rate).ceil() as u64;
+        }
+    }
+    skip
+}
+
 /// Recomputes every path's skip (eq. (7)) from its measured transmission rate and
 /// forward delay. The paper estimates a path's transmission rate as W_p / RTT_p; we
 /// use the measured data transmission rate of the path (EWMA over update
@@ -208,8 +238,9 @@ pub(crate) fn compute_skips(paths: &mut [PathState], scratch: &mut SkipScratch) 
 /// Reusable buffers for [`compute_skips`] (no allocation per update).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SkipScratch {
-    rates: Vec<f64>,
-    delays: Vec<Option<f64>>,
+    pub(crate) rates: Vec<f64>,
+    pub(crate) delays: Vec<Option<f64>>,
+    pub(crate) next: Vec<f64>,
     out: Vec<u32>,
 }
 

@@ -5,7 +5,7 @@ use crate::config::{FlowConfig, PathSelection};
 use crate::event::{ConnectionError, Event};
 use crate::mem::rng::Rng;
 use crate::path::{ArccParams, PathState, PathStatus};
-use crate::scheduler::{compute_skips, SkipScratch, UnsentSet};
+use crate::scheduler::{compute_skips, phase_skip, SkipScratch, UnsentSet};
 use crate::select::DeficitSelector;
 use crate::stats::SenderStats;
 use crate::time::{Duration, Instant};
@@ -266,10 +266,12 @@ impl Sender {
         let (psn, retx) = match self.retx.pop_first() {
             Some(psn) => (psn, true),
             None => {
-                let k = if self.scheduler_on {
-                    self.paths[path].skip as u64 + 1
-                } else {
+                let k = if !self.scheduler_on {
                     1
+                } else if self.cfg.scheduler_phase {
+                    self.phase_skip(path, now) + 1
+                } else {
+                    self.paths[path].skip as u64 + 1
                 };
                 let mut psn = self.unsent.kth(k)?;
                 if self.rx_window.is_some_and(|w| psn >= self.una + w) {
@@ -323,6 +325,7 @@ impl Sender {
         let p = &mut self.paths[path];
         p.inflight += 1;
         p.sent_in_interval += 1;
+        p.last_sent = Some(now);
         p.counters.data_sent += 1;
         self.stats.data_packets_sent += 1;
         self.stats.data_bytes_sent += total as u64;
@@ -344,6 +347,25 @@ impl Sender {
             priority: Priority::Data,
             len: total,
         })
+    }
+
+    /// The skip of a transmission on `path` now, from the other paths' phases.
+    fn phase_skip(&mut self, path: usize, now: Instant) -> u64 {
+        let now_ns = now.as_ps() as f64 / 1e3;
+        let sc = &mut self.skip_scratch;
+        sc.next.clear();
+        for (q, p) in self.paths.iter().enumerate() {
+            let rate = sc.rates.get(q).copied().unwrap_or(0.0);
+            let next = match (p.last_sent, rate > 0.0) {
+                (Some(t), true) => t.as_ps() as f64 / 1e3 + 1.0 / rate,
+                _ => now_ns,
+            };
+            sc.next.push(next);
+        }
+        if sc.rates.len() != self.paths.len() {
+            return self.paths[path].skip as u64;
+        }
+        phase_skip(path, now_ns, &sc.rates, &sc.delays, &sc.next)
     }
 
     fn emit_probe(
