@@ -163,15 +163,15 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             scenarios: &described,
             runs: &runs,
         };
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        write_stdout(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
     } else {
-        print_table(args, ideal, &runs);
+        write_stdout(&table_text(args, ideal, &runs))?;
     }
     if let Some(file) = &args.svg {
         std::fs::write(file, chart(&runs).to_svg())
             .with_context(|| format!("writing {}", file.display()))?;
         if !args.json {
-            println!("chart written to {}", file.display());
+            write_stdout(&format!("chart written to {}\n", file.display()))?;
         }
     }
     Ok(())
@@ -185,18 +185,23 @@ fn on_off(on: bool) -> &'static str {
     }
 }
 
-fn print_table(args: &Args, ideal: f64, runs: &[Measurement]) {
-    println!(
+fn table_text(args: &Args, ideal: f64, runs: &[Measurement]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
         "rondo demo: {} bytes, host {HOST_GBPS} Gbit/s, paths {} Gbit/s (ideal {ideal} Gbit/s), seed {}",
         args.bytes,
         PATH_GBPS.map(|g| g.to_string()).join("/"),
         args.seed
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  hetero: one-way delay {ONE_WAY_US} us, path 0 {} us; homo: all {ONE_WAY_US} us",
         ONE_WAY_US + EXTRA_US
     );
-    println!(
+    let _ = writeln!(
+        out,
         "  OOD/RBO in packets, from {} us of simulated time on\n",
         args.warmup_us
     );
@@ -228,12 +233,25 @@ fn print_table(args: &Args, ideal: f64, runs: &[Measurement]) {
             format!("{:.0} us", m.transfer_us),
         ]);
     }
-    print!("{t}");
-    println!(
+    let _ = write!(out, "{t}");
+    let _ = writeln!(
+        out,
         "\ngoodput: payload delivered in order / transfer time; throughput: unique data \
          packets incl. the {}-byte engine header / transfer time; util: throughput / ideal",
         rondo_ud::wire::DATA_HEADER_LEN
     );
+    out
+}
+
+/// Writes to standard output; a reader that went away (`rondo demo | head`) ends
+/// the output quietly instead of a panic.
+fn write_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
+    }
 }
 
 fn chart(runs: &[Measurement]) -> BarChart {
