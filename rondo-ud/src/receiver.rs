@@ -70,7 +70,6 @@ impl Receiver {
         common: &CommonRepr,
         of_probe: bool,
         duplicate: bool,
-        ce: bool,
     ) -> FeedbackRepr {
         let expected = rb.expected(self.flow).unwrap_or(Psn::ZERO);
         let highest = rb
@@ -78,7 +77,6 @@ impl Receiver {
             .ok()
             .flatten()
             .unwrap_or(expected.sub(1));
-        let _ = ce;
         FeedbackRepr {
             acked_psn: common.psn,
             cum_ack: expected,
@@ -135,7 +133,7 @@ impl Receiver {
         remote: u32,
     ) {
         self.stats.probes += 1;
-        let fb = self.feedback_repr(now, rb, common, true, false, ce);
+        let fb = self.feedback_repr(now, rb, common, true, false);
         self.queue(now, common.path, fb, None, ce, remote);
     }
 
@@ -198,7 +196,7 @@ impl Receiver {
                 (Some(NakReason::OutOfWindow), false)
             }
         };
-        let fb = self.feedback_repr(now, rb, common, false, duplicate, ce);
+        let fb = self.feedback_repr(now, rb, common, false, duplicate);
         self.queue(now, common.path, fb, nak, ce, remote);
     }
 
