@@ -53,7 +53,6 @@ pub struct PathState {
     pub(crate) send_rate: f64,
     interval_rtt_sum_ps: f64,
     rttvar_ps: f64,
-
     interval_rtt_samples: u32,
     pub(crate) sent_in_interval: u32,
     /// When this path last sent a data packet.
@@ -109,7 +108,6 @@ impl PathState {
             send_rate: 0.0,
             interval_rtt_sum_ps: 0.0,
             rttvar_ps: 0.0,
-
             interval_rtt_samples: 0,
             sent_in_interval: 0,
             last_sent: None,

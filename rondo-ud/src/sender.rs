@@ -17,6 +17,13 @@ use std::collections::{BTreeSet, VecDeque};
 /// Shortest ARCC update interval, whatever the RTT samples say.
 const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
 
+/// ARCC update interval Tu = 0.5 T of a path (paper §4.2.1), floored.
+fn update_interval(cfg: &FlowConfig, base_rtt: Duration) -> Duration {
+    base_rtt
+        .mul_f64(cfg.update_interval_rtts)
+        .max(MIN_UPDATE_INTERVAL)
+}
+
 #[derive(Debug)]
 struct OutMessage {
     id: u64,
@@ -353,6 +360,9 @@ impl Sender {
     fn phase_skip(&mut self, path: usize, now: Instant) -> u64 {
         let now_ns = now.as_ps() as f64 / 1e3;
         let sc = &mut self.skip_scratch;
+        if sc.rates.len() != self.paths.len() {
+            return self.paths[path].skip as u64; // no skip computation yet
+        }
         sc.next.clear();
         for (q, p) in self.paths.iter().enumerate() {
             let rate = sc.rates.get(q).copied().unwrap_or(0.0);
@@ -361,9 +371,6 @@ impl Sender {
                 _ => now_ns,
             };
             sc.next.push(next);
-        }
-        if sc.rates.len() != self.paths.len() {
-            return self.paths[path].skip as u64;
         }
         phase_skip(path, now_ns, &sc.rates, &sc.delays, &sc.next)
     }
@@ -508,10 +515,7 @@ impl Sender {
         if p.next_update.is_none() {
             // First ACK of the path: its first ARCC interval starts now.
             p.interval_start = now;
-            let tu = p
-                .base_rtt_or(self.cfg.initial_rtt)
-                .mul_f64(self.cfg.update_interval_rtts)
-                .max(MIN_UPDATE_INTERVAL);
+            let tu = update_interval(&self.cfg, p.base_rtt_or(self.cfg.initial_rtt));
             p.next_update = Some(now + tu);
         }
         if probe {
@@ -766,7 +770,7 @@ impl Sender {
                 });
             }
             if self.probing_until.is_some_and(|end| self.line_next < end)
-                && self.paths.iter().any(|p| p.status == PathStatus::Up)
+                && self.up_paths().next().is_some()
             {
                 t = t.min(self.line_next);
             }
@@ -798,9 +802,7 @@ impl Sender {
             }
             let params = self.params;
             self.paths[i].arcc_update(now, base_rtt, &params);
-            let tu = base_rtt
-                .mul_f64(self.cfg.update_interval_rtts)
-                .max(MIN_UPDATE_INTERVAL);
+            let tu = update_interval(&self.cfg, base_rtt);
             self.paths[i].next_update = Some(now + tu);
             updated = true;
             self.check_probe_trigger(now);
@@ -888,7 +890,7 @@ impl Sender {
         if !self.cfg.scheduler || self.scheduler_on {
             return;
         }
-        if self.probing_until.is_some_and(|end| now < end) {
+        if self.probing(now) {
             // Windows still jump while probing: the delays are not settled yet.
             return;
         }
