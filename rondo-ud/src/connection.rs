@@ -108,10 +108,14 @@ impl Connection {
     /// Writes the next datagram to send into `buf` (at least `mtu` bytes): feedback
     /// first, then retransmissions, data, probes.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some(t) = self.receiver.poll_feedback(buf) {
-            return Some(t);
-        }
-        self.sender.poll_transmit(now, buf, self.remote_flow)
+        let t = match self.receiver.poll_feedback(buf) {
+            Some(t) => t,
+            None => self.sender.poll_transmit(now, buf, self.remote_flow)?,
+        };
+        Some(Transmit {
+            flow: self.local_flow,
+            ..t
+        })
     }
 
     /// The next time the connection needs `handle_timeout` or `poll_transmit`.

@@ -243,6 +243,7 @@ impl Receiver {
             path: f.path,
             priority: Priority::Control,
             len,
+            flow: 0,
         })
     }
 

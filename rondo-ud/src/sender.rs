@@ -353,6 +353,7 @@ impl Sender {
             path: path as u16,
             priority: Priority::Data,
             len: total,
+            flow: 0,
         })
     }
 
@@ -404,6 +405,7 @@ impl Sender {
             path: path as u16,
             priority: Priority::Probe,
             len,
+            flow: 0,
         })
     }
 

@@ -33,6 +33,9 @@ pub struct Transmit {
     pub priority: Priority,
     /// Bytes written at the start of the caller's buffer.
     pub len: usize,
+    /// Local flow id of the connection that produced it, so that a driver serving
+    /// several peers knows where the datagram goes (0 for hosts with one peer).
+    pub flow: u32,
 }
 
 /// A host as a datapath sees it: something that takes datagrams and timeouts and

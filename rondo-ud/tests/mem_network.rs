@@ -94,6 +94,7 @@ impl Host for Script {
             path: s.path,
             priority: s.priority,
             len: s.len,
+            flow: 0,
         })
     }
 

@@ -21,7 +21,7 @@
 //!     fn handle_timeout(&mut self, _: Instant) {}
 //!     fn poll_transmit(&mut self, _: Instant, _: &mut [u8]) -> Option<Transmit> {
 //!         (!std::mem::replace(&mut self.sent, true))
-//!             .then_some(Transmit { path: 0, priority: Priority::Data, len: 1500 })
+//!             .then_some(Transmit { path: 0, priority: Priority::Data, len: 1500, flow: 0 })
 //!     }
 //!     fn poll_timeout(&self) -> Option<Instant> { None }
 //! }
