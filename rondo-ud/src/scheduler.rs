@@ -185,7 +185,9 @@ pub fn skips(rates_per_ns: &[f64], delays_ns: &[Option<f64>], out: &mut [u32]) {
 /// actual upcoming opportunities rather than their fluid rate: path q, whose next
 /// transmission is expected at `next_ns[q]` and then every `1 / rates_per_ns[q]`,
 /// contributes the opportunities it has before `now + D_p - D_q` (App. C.4, eq. (55)
-/// without the fluid rounding). Paths without a delay estimate contribute nothing.
+/// without the fluid rounding). A path already past its expected next transmission
+/// contributes the rounded expected count instead. Paths without a delay estimate
+/// contribute nothing.
 pub fn phase_skip(
     p: usize,
     now_ns: f64,
@@ -203,9 +205,17 @@ pub fn phase_skip(
             continue;
         }
         let horizon = now_ns + (dp - dq);
-        let next = next_ns[q].max(now_ns);
-        if next < horizon {
-            skip += ((horizon - next) * rate).ceil() as u64;
+        if next_ns[q] >= now_ns {
+            // On schedule: its opportunities at next, next + 1/r, ... before the horizon.
+            if next_ns[q] < horizon {
+                skip += ((horizon - next_ns[q]) * rate).ceil() as u64;
+            }
+        } else {
+            // Overdue (held by its window or the pacer): its phase is unknown, so count
+            // the expected number of opportunities in the window, rounded. Counting
+            // it as due now would add one skip per overdue path for any delay
+            // difference, however small, and reorder equal-delay paths.
+            skip += ((horizon - now_ns) * rate).round() as u64;
         }
     }
     skip

@@ -210,3 +210,55 @@ fn engine_scheduler_handles_four_different_delays() {
     assert!(with.quantile(0.99) <= 8, "p99 {}", with.quantile(0.99));
     assert!(with.max() <= 15, "max {}", with.max());
 }
+
+/// Sixteen equal paths behind a 25 Gbps host NIC: the bottleneck is shared, every
+/// path has the same delay, and most paths wait for their window most of the time.
+/// The scheduler must not invent reordering there (paper §6.3: no out-of-order
+/// arrivals under incast). It once did: a path waiting for its window counted as one
+/// upcoming opportunity for any delay-estimate difference, however small.
+#[test]
+fn engine_scheduler_adds_no_reordering_on_equal_paths() {
+    let paths = vec![PathSpec::new(10.0, 3.0); 16];
+    let run = |scheduler| {
+        let cfg = FlowConfig {
+            paths: 16,
+            scheduler,
+            ..FlowConfig::default()
+        };
+        let mut tb = Testbed::new(5, 25.0, &paths, &cfg, EndpointConfig::default()).unwrap();
+        tb.post(1, vec![7u8; 6_000_000]).unwrap();
+        tb.run_until(Instant::from_us(300), |_| false);
+        tb.clear_receiver_distributions();
+        tb.run_until(Instant::from_us(1500), |_| false);
+        (
+            tb.receiver().receiver_stats().ood.clone(),
+            tb.sender().scheduler_enabled_at(),
+        )
+    };
+    let (with, enabled) = run(true);
+    let (without, _) = run(false);
+    eprintln!(
+        "16 equal paths: with scheduler OOD mean {:.3} p99 {} max {} (enabled {enabled:?}); without mean {:.3} max {}",
+        with.mean(),
+        with.quantile(0.99),
+        with.max(),
+        without.mean(),
+        without.max()
+    );
+    assert!(enabled.is_some(), "the scheduler must come on");
+    // Measured: with mean 0.22, p99 2, max 5; without mean 0.08, max 1. Before the
+    // fix: with mean 16.5, p99 46, max 56. What remains is delay-estimate noise.
+    assert!(with.quantile(0.99) <= 3, "p99 {}", with.quantile(0.99));
+    assert!(
+        with.max() <= without.max() + 7,
+        "max {} vs {}",
+        with.max(),
+        without.max()
+    );
+    assert!(
+        with.mean() <= 0.5,
+        "mean {} vs {}",
+        with.mean(),
+        without.mean()
+    );
+}
