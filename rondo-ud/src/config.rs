@@ -109,6 +109,12 @@ pub struct FlowConfig {
     pub max_message_len: u64,
     /// Seed of the flow's random choices.
     pub seed: u64,
+    /// Connection token agreed at connect time (random, from the descriptor exchange).
+    /// When set, every datagram the connection emits carries it in a token extension
+    /// (`docs/wire.md`), and the endpoint drops datagrams for this flow whose token is
+    /// missing or different ([`DatagramError::BadToken`](crate::DatagramError::BadToken)).
+    /// `None` (the default): no token is sent and none is checked.
+    pub token: Option<u64>,
 }
 
 impl Default for FlowConfig {
@@ -147,6 +153,7 @@ impl Default for FlowConfig {
             initial_psn: 0,
             max_message_len: 1 << 32,
             seed: 1,
+            token: None,
         }
     }
 }
@@ -198,6 +205,12 @@ impl FlowConfig {
             "mtu",
             self.mtu,
             "data header + 1 to 65535 bytes",
+        )?;
+        check(
+            self.mtu > crate::wire::DATA_HEADER_LEN + crate::wire::token_overhead(self.token),
+            "mtu",
+            self.mtu,
+            "with a token: data header + 12 + 1 bytes or more",
         )?;
         check(
             self.line_rate_bps > 0,
@@ -309,9 +322,10 @@ impl FlowConfig {
         Ok(())
     }
 
-    /// Payload bytes carried by a full data packet.
+    /// Payload bytes carried by a full data packet (the token extension, when set,
+    /// takes its share of the MTU).
     pub fn payload_per_packet(&self) -> usize {
-        self.mtu - crate::wire::DATA_HEADER_LEN
+        self.mtu - crate::wire::DATA_HEADER_LEN - crate::wire::token_overhead(self.token)
     }
 }
 

@@ -22,6 +22,7 @@ pub struct Connection {
     receiver: Receiver,
     events: VecDeque<Event>,
     max_message_len: u64,
+    token: Option<u64>,
 }
 
 impl Connection {
@@ -37,15 +38,21 @@ impl Connection {
             local_flow,
             remote_flow,
             sender: Sender::new(cfg, now),
-            receiver: Receiver::new(rx_flow, cfg.max_message_len),
+            receiver: Receiver::new(rx_flow, cfg.max_message_len, cfg.token),
             events: VecDeque::new(),
             max_message_len: cfg.max_message_len,
+            token: cfg.token,
         })
     }
 
     /// This side's flow id (the `flow` field of datagrams addressed to it).
     pub fn local_flow(&self) -> u32 {
         self.local_flow
+    }
+
+    /// The connection token datagrams for this flow must carry, if any.
+    pub fn token(&self) -> Option<u64> {
+        self.token
     }
 
     /// The peer's flow id.

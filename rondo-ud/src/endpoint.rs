@@ -57,6 +57,13 @@ pub enum DatagramError {
     /// No connection has this flow id.
     #[error("no connection with flow id {0}")]
     UnknownFlow(u32),
+    /// The flow has a connection token and the datagram's token is missing or
+    /// different: not from this connection's peer (or from an earlier connection).
+    #[error("datagram for flow {flow} without the connection's token; dropped (check that both sides use the token agreed at connect time)")]
+    BadToken {
+        /// The flow id the datagram claimed.
+        flow: u32,
+    },
 }
 
 /// One host's Rondo endpoint.
@@ -146,8 +153,9 @@ impl Endpoint {
         self.stats
     }
 
-    /// A datagram arrived on `path`. Malformed datagrams and datagrams for unknown
-    /// flows are counted and dropped.
+    /// A datagram arrived on `path`. Malformed datagrams, datagrams for unknown
+    /// flows and datagrams without the flow's connection token are counted and
+    /// dropped.
     pub fn receive(
         &mut self,
         now: Instant,
@@ -167,6 +175,15 @@ impl Endpoint {
             self.stats.unknown_flow += 1;
             return Err(DatagramError::UnknownFlow(repr.common.flow));
         };
+        if let Some(token) = self.conns[i].token() {
+            // parse() checked the extensions: at most one well-formed token.
+            if wire::Packet::new_unchecked(datagram).token() != Some(token) {
+                self.stats.bad_token += 1;
+                return Err(DatagramError::BadToken {
+                    flow: repr.common.flow,
+                });
+            }
+        }
         let _ = path; // the header's path id is authoritative; the datapath's is advisory
         self.conns[i].handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce);
         Ok(())

@@ -46,6 +46,8 @@ pub(crate) struct Receiver {
     max_message_len: u64,
     assembling: Option<Assembly>,
     feedback: VecDeque<PendingFeedback>,
+    /// Connection token written into every feedback datagram.
+    token: Option<u64>,
     pub(crate) stats: ReceiverStats,
 }
 
@@ -53,12 +55,13 @@ pub(crate) struct Receiver {
 const MAX_PREALLOC: u64 = 64 << 20;
 
 impl Receiver {
-    pub(crate) fn new(flow: FlowId, max_message_len: u64) -> Receiver {
+    pub(crate) fn new(flow: FlowId, max_message_len: u64, token: Option<u64>) -> Receiver {
         Receiver {
             flow,
             max_message_len,
             assembling: None,
             feedback: VecDeque::new(),
+            token,
             stats: ReceiverStats::default(),
         }
     }
@@ -238,7 +241,7 @@ impl Receiver {
 
     pub(crate) fn poll_feedback(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         let f = self.feedback.pop_front()?;
-        let len = f.repr.emit(buf).ok()?;
+        let len = f.repr.emit_with_token(buf, self.token).ok()?;
         Some(Transmit {
             path: f.path,
             priority: Priority::Control,

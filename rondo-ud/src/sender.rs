@@ -319,7 +319,7 @@ impl Sender {
                 payload_len: len,
             }),
         };
-        let hdr = repr.emit(buf).ok()?;
+        let hdr = repr.emit_with_token(buf, self.cfg.token).ok()?;
         buf[hdr..hdr + len].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
         let total = hdr + len;
 
@@ -383,7 +383,9 @@ impl Sender {
         buf: &mut [u8],
         remote_flow: u32,
     ) -> Option<Transmit> {
-        let pad = self.cfg.mtu - crate::wire::PROBE_HEADER_LEN;
+        let pad = self.cfg.mtu
+            - crate::wire::PROBE_HEADER_LEN
+            - crate::wire::token_overhead(self.cfg.token);
         let repr = Repr {
             common: CommonRepr {
                 flow: remote_flow,
@@ -395,8 +397,8 @@ impl Sender {
             body: Body::Probe(ProbeRepr { pad_len: pad }),
         };
         self.probe_seq = self.probe_seq.wrapping_add(1);
-        let len = repr.buffer_len();
-        repr.emit(buf).ok()?;
+        let len = repr.buffer_len_with_token(self.cfg.token);
+        repr.emit_with_token(buf, self.cfg.token).ok()?;
         self.paths[path].counters.probes_sent += 1;
         self.stats.probes_sent += 1;
         self.line_next =

@@ -164,6 +164,8 @@ pub struct EndpointStats {
     pub unknown_flow: u64,
     /// Datagrams received.
     pub datagrams: u64,
+    /// Datagrams for a flow with a connection token whose token was missing or wrong.
+    pub bad_token: u64,
 }
 
 #[cfg(test)]

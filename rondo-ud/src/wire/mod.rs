@@ -32,7 +32,10 @@ mod repr;
 mod tests;
 
 pub use error::WireError;
-pub use extension::{Extension, Extensions, EXT_CRITICAL, EXT_PAD};
+pub use extension::{
+    token_overhead, Extension, Extensions, EXT_CRITICAL, EXT_PAD, EXT_TOKEN, TOKEN_EXT_LEN,
+    TOKEN_LEN,
+};
 pub use flags::Flags;
 pub use packet::{Packet, PacketType, FEEDBACK_DUPLICATE, FEEDBACK_OF_PROBE};
 pub use repr::{Body, CommonRepr, DataRepr, FeedbackRepr, NakReason, ProbeRepr, Repr};
