@@ -1,0 +1,612 @@
+//! The UDP datapath (Linux): one UDP socket per path, batched with
+//! `sendmmsg` / `recvmmsg`, UDP GSO and GRO where the kernel has them, DSCP per
+//! priority class and ECN read back. It drives any [`Host`] (an
+//! [`Endpoint`](crate::Endpoint) in practice); `docs/udp.md` has the details and the
+//! network-namespace setup.
+//!
+//! ```no_run
+//! use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
+//! use rondo_ud::{Endpoint, EndpointConfig, FlowConfig};
+//! use std::time::Duration;
+//!
+//! let mut dp = UdpDatapath::bind(UdpConfig { base_port: 0, ..UdpConfig::default() })?;
+//! let my_addrs = dp.local_addrs().to_vec(); // goes into the endpoint descriptor
+//! # let peer_addrs = my_addrs.clone();
+//! let clock = Clock::new();
+//! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+//! ep.connect(clock.now(), 1, 2, &FlowConfig::default()).unwrap();
+//! dp.add_peer(1, peer_addrs)?; // path i of flow 1 goes to the peer's socket i
+//! loop {
+//!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
+//!     # break;
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod batch;
+mod raw;
+mod sys;
+
+pub use raw::RawCount;
+
+use crate::time::Instant;
+use crate::transmit::{Host, Priority};
+use batch::TxQueue;
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+use sys::{InMsg, MsgArrays};
+
+/// Rondo's default UDP port (`docs/wire.md`): path i binds `DEFAULT_PORT + i`.
+pub const DEFAULT_PORT: u16 = 4792;
+/// Largest UDP payload in one received buffer when GRO coalesces datagrams.
+const GRO_SLOT: usize = 65_536;
+/// Largest batch: the kernel's `UIO_MAXIOV`.
+const MAX_BATCH: usize = 1024;
+
+/// How a [`UdpDatapath`] binds and sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UdpConfig {
+    /// Address to bind every path socket to (`0.0.0.0` by default; use the address
+    /// the peer reaches, or a loopback address, when the addresses go into an
+    /// endpoint descriptor).
+    pub local_ip: IpAddr,
+    /// Port of path 0; path i binds `base_port + i`. 0: an ephemeral port per path.
+    pub base_port: u16,
+    /// Number of paths, one socket each (1 to 1024).
+    pub paths: u16,
+    /// DSCP of ACKs and NAKs (0-63). Default 46 (EF).
+    pub dscp_control: u8,
+    /// DSCP of data packets (0-63). Default 26 (AF31, RoCEv2's usual class).
+    pub dscp_data: u8,
+    /// DSCP of capacity probes, the lowest priority (0-63). Default 8 (CS1).
+    pub dscp_probe: u8,
+    /// Mark sent datagrams ECN-capable (ECT(0)), so that switches mark instead of
+    /// dropping; CE marks are read back either way.
+    pub ecn: bool,
+    /// Datagrams per `sendmmsg` / `recvmmsg` batch and per path queue (1 to 1024).
+    pub batch: usize,
+    /// Use UDP GSO (`UDP_SEGMENT`) when the kernel has it.
+    pub gso: bool,
+    /// Use UDP GRO (`UDP_GRO`) when the kernel has it.
+    pub gro: bool,
+    /// Largest datagram sent or received without GRO, bytes (the engine's MTU or more).
+    pub max_datagram: usize,
+    /// `SO_SNDBUF` / `SO_RCVBUF` asked for each socket, bytes (the kernel may cap it).
+    pub socket_buffer: usize,
+    /// Waits shorter than this are not slept but polled (the kernel's timer slack
+    /// makes short sleeps long).
+    pub spin: Duration,
+}
+
+impl Default for UdpConfig {
+    fn default() -> Self {
+        UdpConfig {
+            local_ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            base_port: DEFAULT_PORT,
+            paths: 4,
+            dscp_control: 46,
+            dscp_data: 26,
+            dscp_probe: 8,
+            ecn: true,
+            batch: 32,
+            gso: true,
+            gro: true,
+            max_datagram: 9_216,
+            socket_buffer: 4 << 20,
+            spin: Duration::from_micros(20),
+        }
+    }
+}
+
+impl UdpConfig {
+    fn validate(&self) -> io::Result<()> {
+        let bad = |what: &str| {
+            Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                what.to_string(),
+            ))
+        };
+        if !(1..=1024).contains(&self.paths) {
+            return bad("UdpConfig::paths must be 1 to 1024");
+        }
+        if !(1..=MAX_BATCH).contains(&self.batch) {
+            return bad("UdpConfig::batch must be 1 to 1024");
+        }
+        if !(crate::wire::COMMON_HEADER_LEN..=65_507).contains(&self.max_datagram) {
+            return bad("UdpConfig::max_datagram must be 24 to 65507 bytes");
+        }
+        if self.dscp_control > 63 || self.dscp_data > 63 || self.dscp_probe > 63 {
+            return bad("UdpConfig DSCP values are 6 bits: 0 to 63");
+        }
+        if self.base_port != 0 && u32::from(self.base_port) + u32::from(self.paths) > 65_536 {
+            return bad("UdpConfig::base_port + paths runs past port 65535; lower base_port");
+        }
+        Ok(())
+    }
+
+    /// The TOS byte (DSCP and ECN bits) of a priority class.
+    pub fn tos(&self, priority: Priority) -> u8 {
+        let dscp = match priority {
+            Priority::Control => self.dscp_control,
+            Priority::Data => self.dscp_data,
+            Priority::Probe => self.dscp_probe,
+        };
+        (dscp << 2) | if self.ecn { ECT0 } else { 0 }
+    }
+}
+
+/// ECN codepoint ECT(0).
+const ECT0: u8 = 0b10;
+/// ECN codepoint CE.
+const CE: u8 = 0b11;
+
+/// A monotonic clock for the engine: [`Instant`]s counted from its creation.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    origin: std::time::Instant,
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new()
+    }
+}
+
+impl Clock {
+    /// A clock whose zero is now.
+    pub fn new() -> Clock {
+        Clock {
+            origin: std::time::Instant::now(),
+        }
+    }
+
+    /// The engine time now (nanosecond resolution).
+    pub fn now(&self) -> Instant {
+        Instant::from_ns(self.origin.elapsed().as_nanos() as u64)
+    }
+
+    /// The wall-clock wait until `t`, zero when it has passed.
+    pub fn until(&self, t: Instant) -> Duration {
+        Duration::from_nanos(t.saturating_since(self.now()).as_ns())
+    }
+}
+
+/// Counters of a [`UdpDatapath`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpStats {
+    /// Datagrams received (after GRO splitting).
+    pub datagrams_in: u64,
+    /// UDP payload bytes received.
+    pub bytes_in: u64,
+    /// Datagrams sent (GSO segments counted one by one).
+    pub datagrams_out: u64,
+    /// UDP payload bytes sent.
+    pub bytes_out: u64,
+    /// `sendmmsg` calls.
+    pub send_batches: u64,
+    /// `recvmmsg` calls that returned datagrams.
+    pub recv_batches: u64,
+    /// Messages sent as a GSO train of two or more datagrams.
+    pub gso_sends: u64,
+    /// Received buffers that GRO had coalesced from two or more datagrams.
+    pub gro_receives: u64,
+    /// Times GSO failed at run time and the datapath fell back to one datagram per
+    /// message.
+    pub gso_fallbacks: u64,
+    /// Failed receive calls.
+    pub recv_errors: u64,
+    /// Failed send calls (their datagrams are dropped, as a network would).
+    pub send_errors: u64,
+    /// Datagrams dropped because a send failed.
+    pub send_dropped: u64,
+    /// Datagrams longer than the receive buffer (cut, dropped).
+    pub truncated: u64,
+    /// Datagrams whose TOS byte the kernel reported.
+    pub tos_seen: u64,
+    /// Datagrams that arrived CE-marked.
+    pub ecn_ce: u64,
+    /// Transmits for a flow with no peer, or a path the datapath lacks (dropped).
+    pub unroutable: u64,
+}
+
+/// What one [`UdpDatapath::poll`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PollOutcome {
+    /// Datagrams handed to the host.
+    pub received: usize,
+    /// Datagrams the host produced and the datapath sent.
+    pub sent: usize,
+}
+
+/// One UDP socket per path, batched I/O, and a driver loop for a [`Host`].
+#[derive(Debug)]
+pub struct UdpDatapath {
+    cfg: UdpConfig,
+    sockets: Vec<UdpSocket>,
+    local: Vec<SocketAddr>,
+    v6: bool,
+    gso: bool,
+    gro: bool,
+    tos_readback: bool,
+    peers: HashMap<u32, Vec<SocketAddr>>,
+    tx: Vec<TxQueue>,
+    /// Where the host writes the next datagram.
+    scratch: Vec<u8>,
+    rx_buf: Vec<u8>,
+    rx_slot: usize,
+    rx_msgs: Vec<InMsg>,
+    arrays: MsgArrays,
+    out_msgs: Vec<sys::OutMsg>,
+    pollfds: Vec<libc::pollfd>,
+    next_rx: usize,
+    stats: UdpStats,
+}
+
+impl UdpDatapath {
+    /// Binds one socket per path and sets their options. GSO, GRO and TOS
+    /// read-back are switched on where the kernel accepts them (see
+    /// [`UdpDatapath::gso`], [`UdpDatapath::gro`], [`UdpDatapath::tos_readback`]).
+    pub fn bind(cfg: UdpConfig) -> io::Result<UdpDatapath> {
+        cfg.validate()?;
+        let v6 = cfg.local_ip.is_ipv6();
+        let mut sockets = Vec::with_capacity(usize::from(cfg.paths));
+        for i in 0..cfg.paths {
+            let port = if cfg.base_port == 0 {
+                0
+            } else {
+                cfg.base_port + i
+            };
+            sockets.push(UdpSocket::bind((cfg.local_ip, port))?);
+        }
+        let local = sockets
+            .iter()
+            .map(UdpSocket::local_addr)
+            .collect::<io::Result<Vec<_>>>()?;
+        let (ip_level, tos_opt, recv_tos_opt) = if v6 {
+            (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, libc::IPV6_RECVTCLASS)
+        } else {
+            (libc::IPPROTO_IP, libc::IP_TOS, libc::IP_RECVTOS)
+        };
+        let mut gso = cfg.gso;
+        let mut gro = cfg.gro;
+        let mut tos_readback = true;
+        for s in &sockets {
+            let fd = s.as_raw_fd();
+            let size = cfg.socket_buffer.min(i32::MAX as usize) as i32;
+            // Best effort: the kernel caps these at net.core.{w,r}mem_max.
+            let _ = sys::set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, size);
+            let _ = sys::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, size);
+            sys::set_int(fd, ip_level, tos_opt, i32::from(cfg.tos(Priority::Data)))?;
+            tos_readback &= sys::set_int(fd, ip_level, recv_tos_opt, 1).is_ok();
+            gso &= sys::get_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT).is_ok();
+            if gro {
+                gro = sys::set_int(fd, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
+            }
+        }
+        if !gro {
+            for s in &sockets {
+                // Some sockets may have accepted it before one refused.
+                let _ = sys::set_int(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 0);
+            }
+        }
+        let batch = cfg.batch;
+        let rx_slot = if gro { GRO_SLOT } else { cfg.max_datagram };
+        let pollfds = sockets.iter().map(|s| sys::pollfd(s.as_raw_fd())).collect();
+        Ok(UdpDatapath {
+            tx: (0..cfg.paths)
+                .map(|_| TxQueue::new(batch, cfg.max_datagram))
+                .collect(),
+            scratch: vec![0; cfg.max_datagram],
+            rx_buf: vec![0; batch * rx_slot],
+            rx_slot,
+            rx_msgs: vec![InMsg::default(); batch],
+            arrays: MsgArrays::new(batch),
+            out_msgs: Vec::with_capacity(batch),
+            pollfds,
+            next_rx: 0,
+            stats: UdpStats::default(),
+            peers: HashMap::new(),
+            sockets,
+            local,
+            v6,
+            gso,
+            gro,
+            tos_readback,
+            cfg,
+        })
+    }
+
+    /// The address of each path's socket, path 0 first (for the endpoint descriptor).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local
+    }
+
+    /// The configuration it was bound with.
+    pub fn config(&self) -> &UdpConfig {
+        &self.cfg
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> UdpStats {
+        self.stats
+    }
+
+    /// True when sends use UDP GSO (the kernel has it, it was asked for, and it has
+    /// not failed at run time).
+    pub fn gso(&self) -> bool {
+        self.gso
+    }
+
+    /// True when receives use UDP GRO.
+    pub fn gro(&self) -> bool {
+        self.gro
+    }
+
+    /// True when the kernel reports each datagram's TOS byte (ECN read-back).
+    pub fn tos_readback(&self) -> bool {
+        self.tos_readback
+    }
+
+    /// Routes the transmits of local flow `local_flow`: path i goes to `addrs[i]`,
+    /// the peer's socket i. Replaces an earlier route of the same flow.
+    ///
+    /// Errors (`InvalidInput`): `addrs` does not have one address per path, or an
+    /// address of another family than the local sockets.
+    pub fn add_peer(&mut self, local_flow: u32, addrs: Vec<SocketAddr>) -> io::Result<()> {
+        if addrs.len() != self.sockets.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "peer of flow {local_flow} has {} addresses, this datapath has {} paths: exchange one address per path",
+                    addrs.len(),
+                    self.sockets.len()
+                ),
+            ));
+        }
+        if addrs.iter().any(|a| a.is_ipv6() != self.v6) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "peer address family differs from the local sockets': bind local_ip in the peer's family",
+            ));
+        }
+        self.peers.insert(local_flow, addrs);
+        Ok(())
+    }
+
+    /// Forgets the route of `local_flow`; returns whether it had one.
+    pub fn remove_peer(&mut self, local_flow: u32) -> bool {
+        self.peers.remove(&local_flow).is_some()
+    }
+
+    /// One round of the driver loop: runs the host's due timers, sends what it has
+    /// (in batches), waits up to `max_wait` (less when the host's next timer is
+    /// sooner; not at all when it sent something) for datagrams, hands every
+    /// datagram that arrived to the host, and runs timers and sends once more.
+    ///
+    /// Errors: a failing `ppoll` or `recvmmsg` (not "would block"). Send failures
+    /// are counted in [`UdpStats`] and their datagrams dropped, as a network would.
+    pub fn poll<H: Host>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        max_wait: Duration,
+    ) -> io::Result<PollOutcome> {
+        let mut out = PollOutcome::default();
+        let now = clock.now();
+        run_timers(host, now);
+        out.sent += self.flush(host, now);
+        let mut wait = match host.poll_timeout() {
+            Some(t) => clock.until(t).min(max_wait),
+            None => max_wait,
+        };
+        if out.sent > 0 || wait < self.cfg.spin {
+            wait = Duration::ZERO;
+        }
+        if !wait.is_zero() {
+            sys::wait_readable(&mut self.pollfds, wait)?;
+        }
+        out.received += self.receive(|path, data, ce| {
+            host.handle_datagram(clock.now(), path, data, ce);
+        })?;
+        let now = clock.now();
+        run_timers(host, now);
+        out.sent += self.flush(host, now);
+        Ok(out)
+    }
+
+    /// Polls the host for transmits at `now` and sends them, at most one batch per
+    /// path before returning (so that receiving is not starved).
+    fn flush<H: Host>(&mut self, host: &mut H, now: Instant) -> usize {
+        let limit = self.cfg.batch * self.sockets.len();
+        let mut n = 0;
+        while n < limit {
+            let Some(t) = host.poll_transmit(now, &mut self.scratch) else {
+                break;
+            };
+            n += 1;
+            let path = usize::from(t.path);
+            let dest = match self.peers.get(&t.flow) {
+                Some(addrs) => addrs.get(path).copied(),
+                None if self.peers.len() == 1 => self
+                    .peers
+                    .values()
+                    .next()
+                    .and_then(|a| a.get(path).copied()),
+                None => None,
+            };
+            let (Some(dest), true) = (dest, t.len <= self.scratch.len()) else {
+                self.stats.unroutable += 1;
+                continue;
+            };
+            if !self.tx[path].has_room(t.len) {
+                self.send_path(path);
+            }
+            let tos = self.cfg.tos(t.priority);
+            let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
+            self.tx[path].push(dest, tos, &self.scratch[..t.len]);
+        }
+        for path in 0..self.tx.len() {
+            self.send_path(path);
+        }
+        n
+    }
+
+    /// Sends everything queued on `path`.
+    fn send_path(&mut self, path: usize) {
+        if self.tx[path].is_empty() {
+            return;
+        }
+        let fd = self.sockets[path].as_raw_fd();
+        send_queue(
+            fd,
+            &mut self.tx[path],
+            &mut self.arrays,
+            &mut self.out_msgs,
+            &mut self.gso,
+            self.v6,
+            &mut self.stats,
+        );
+        self.tx[path].clear();
+    }
+
+    /// Receives every datagram waiting on any path socket (a bounded number of
+    /// batches per socket) and hands each to `deliver(path, datagram, ecn_ce)`.
+    fn receive(&mut self, mut deliver: impl FnMut(u16, &[u8], bool)) -> io::Result<usize> {
+        let mut total = 0;
+        let n = self.sockets.len();
+        for k in 0..n {
+            let path = (self.next_rx + k) % n;
+            let fd = self.sockets[path].as_raw_fd();
+            for _ in 0..4 {
+                let got = self.recv_batch(fd, path as u16, &mut deliver)?;
+                total += got.1;
+                if got.0 < self.rx_msgs.len() {
+                    break;
+                }
+            }
+        }
+        self.next_rx = (self.next_rx + 1) % n;
+        Ok(total)
+    }
+
+    /// One `recvmmsg` on `fd`: (messages, datagrams delivered).
+    fn recv_batch(
+        &mut self,
+        fd: RawFd,
+        path: u16,
+        deliver: &mut impl FnMut(u16, &[u8], bool),
+    ) -> io::Result<(usize, usize)> {
+        let got = match sys::recv(
+            fd,
+            &mut self.arrays,
+            &mut self.rx_buf,
+            self.rx_slot,
+            &mut self.rx_msgs,
+        ) {
+            Ok(got) => got,
+            Err(e) => {
+                self.stats.recv_errors += 1;
+                return Err(e);
+            }
+        };
+        if got == 0 {
+            return Ok((0, 0));
+        }
+        self.stats.recv_batches += 1;
+        let mut delivered = 0;
+        for (i, m) in self.rx_msgs[..got].iter().enumerate() {
+            if m.truncated {
+                self.stats.truncated += 1;
+                continue;
+            }
+            let ce = m.tos.is_some_and(|t| t & CE == CE);
+            let data = &self.rx_buf[i * self.rx_slot..i * self.rx_slot + m.len];
+            let stride = if m.segment > 0 {
+                m.segment
+            } else {
+                data.len().max(1)
+            };
+            if m.segment > 0 && m.segment < data.len() {
+                self.stats.gro_receives += 1;
+            }
+            for datagram in data.chunks(stride) {
+                self.stats.datagrams_in += 1;
+                self.stats.bytes_in += datagram.len() as u64;
+                if m.tos.is_some() {
+                    self.stats.tos_seen += 1;
+                }
+                if ce {
+                    self.stats.ecn_ce += 1;
+                }
+                delivered += 1;
+                deliver(path, datagram, ce);
+            }
+        }
+        Ok((got, delivered))
+    }
+}
+
+fn run_timers<H: Host>(host: &mut H, now: Instant) {
+    if host.poll_timeout().is_some_and(|t| t <= now) {
+        host.handle_timeout(now);
+    }
+}
+
+/// Sends one path queue: groups runs of equal-sized datagrams to one destination
+/// with one TOS into GSO trains (when `gso`), then `sendmmsg`s them, falling back
+/// to single datagrams if the kernel refuses GSO at run time.
+fn send_queue(
+    fd: RawFd,
+    q: &mut TxQueue,
+    arrays: &mut MsgArrays,
+    out: &mut Vec<sys::OutMsg>,
+    gso: &mut bool,
+    v6: bool,
+    stats: &mut UdpStats,
+) {
+    q.build(out, *gso);
+    let mut done = 0;
+    while done < out.len() {
+        match sys::send(fd, arrays, q.bytes(), &out[done..], v6) {
+            Ok(0) => break,
+            Ok(k) => {
+                stats.send_batches += 1;
+                for m in &out[done..done + k] {
+                    if m.segment > 0 {
+                        stats.gso_sends += 1;
+                    }
+                    stats.datagrams_out += m.datagrams() as u64;
+                    stats.bytes_out += m.len as u64;
+                }
+                done += k;
+            }
+            Err(e) if *gso && out[done..].iter().any(|m| m.segment > 0) && gso_refused(&e) => {
+                *gso = false;
+                stats.gso_fallbacks += 1;
+                // Rebuild what is left without GSO.
+                let skip: usize = out[..done].iter().map(|m| m.len).sum();
+                q.build_from(out, false, skip);
+                done = 0;
+            }
+            Err(_) => {
+                stats.send_errors += 1;
+                stats.send_dropped += out[done..]
+                    .iter()
+                    .map(|m| m.datagrams() as u64)
+                    .sum::<u64>();
+                break;
+            }
+        }
+    }
+}
+
+/// Errors with which a kernel or device refuses UDP GSO.
+fn gso_refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOPROTOOPT)
+    )
+}
