@@ -92,6 +92,11 @@ pub struct FlowConfig {
     pub delay_gain: f64,
     /// Flow-level pacing on or off.
     pub pacing: bool,
+    /// Packets the pacer (and the probe clock) may send back to back after falling
+    /// behind: a driver that polls every few microseconds and sends in batches (the
+    /// UDP datapath: 16 to 32) needs the credit, or it sends one packet per poll.
+    /// 1 (the default): no credit, every packet waits for its own pacing slot.
+    pub pacing_burst: u32,
     /// Early recovery: a packet is lost when the receiver has seen a PSN this many
     /// beyond it (and its path's RTT has passed since it was sent).
     pub early_recovery_threshold: u32,
@@ -145,6 +150,7 @@ impl Default for FlowConfig {
             delay_stable_tolerance: Duration::from_us(2),
             delay_gain: 0.125,
             pacing: true,
+            pacing_burst: 1,
             early_recovery_threshold: 4,
             rto_min: Duration::from_us(500),
             retry_limit: 8,
@@ -311,6 +317,7 @@ impl FlowConfig {
         )?;
         check(self.rto_min > Duration::ZERO, "rto_min", "0", "> 0")?;
         check(self.retry_limit > 0, "retry_limit", 0, ">= 1")?;
+        check(self.pacing_burst > 0, "pacing_burst", 0, ">= 1")?;
         check(self.path_down_losses > 0, "path_down_losses", 0, ">= 1")?;
         check(
             self.down_probe_interval > Duration::ZERO,

@@ -13,6 +13,7 @@ pub mod config;
 pub mod connection;
 pub mod endpoint;
 pub mod event;
+pub mod fault;
 pub mod mem;
 pub mod path;
 mod receiver;

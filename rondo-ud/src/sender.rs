@@ -342,10 +342,10 @@ impl Sender {
         let rate = self.pacing_rate();
         if rate > 0.0 {
             let gap = Duration::from_us_f64(total as f64 / self.cfg.mtu as f64 / rate);
-            self.pace_next = self.pace_next.max(now) + gap;
+            self.pace_next = self.pace_next.max(self.burst_floor(now, gap)) + gap;
         }
-        self.line_next =
-            self.line_next.max(now) + Duration::serialisation(total as u64, self.cfg.line_rate_bps);
+        let wire = Duration::serialisation(total as u64, self.cfg.line_rate_bps);
+        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
         if self.last_progress < now && self.in_flight_count() == 1 {
             self.last_progress = now; // the RTO runs from the first packet of a busy period
         }
@@ -355,6 +355,13 @@ impl Sender {
             len: total,
             flow: 0,
         })
+    }
+
+    /// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`
+    /// (exactly `now` without burst credit).
+    fn burst_floor(&self, now: Instant, gap: Duration) -> Instant {
+        let credit = gap.saturating_mul(u64::from(self.cfg.pacing_burst - 1));
+        Instant::from_ps(now.as_ps().saturating_sub(credit.as_ps()))
     }
 
     /// The skip of a transmission on `path` now, from the other paths' phases.
@@ -401,8 +408,8 @@ impl Sender {
         repr.emit_with_token(buf, self.cfg.token).ok()?;
         self.paths[path].counters.probes_sent += 1;
         self.stats.probes_sent += 1;
-        self.line_next =
-            self.line_next.max(now) + Duration::serialisation(len as u64, self.cfg.line_rate_bps);
+        let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
+        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
         Some(Transmit {
             path: path as u16,
             priority: Priority::Probe,

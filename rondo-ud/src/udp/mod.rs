@@ -376,6 +376,21 @@ impl UdpDatapath {
         Ok(())
     }
 
+    /// Waits up to `max_wait` for datagrams and hands each one that is waiting to
+    /// `deliver(path, datagram, tos)` (`tos`: the TOS / traffic-class byte, when the
+    /// kernel reports it), without a host: for custom drivers and diagnostics.
+    /// Returns the datagrams delivered.
+    pub fn receive_with(
+        &mut self,
+        max_wait: Duration,
+        deliver: impl FnMut(u16, &[u8], Option<u8>),
+    ) -> io::Result<usize> {
+        if sys::wait_readable(&mut self.pollfds, max_wait)? == 0 {
+            return Ok(0);
+        }
+        self.receive(deliver)
+    }
+
     /// Forgets the route of `local_flow`; returns whether it had one.
     pub fn remove_peer(&mut self, local_flow: u32) -> bool {
         self.peers.remove(&local_flow).is_some()
@@ -405,12 +420,13 @@ impl UdpDatapath {
         if out.sent > 0 || wait < self.cfg.spin {
             wait = Duration::ZERO;
         }
-        if !wait.is_zero() {
-            sys::wait_readable(&mut self.pollfds, wait)?;
+        // One ppoll says which sockets have datagrams (cheaper than a recvmmsg that
+        // finds nothing on each of them).
+        if sys::wait_readable(&mut self.pollfds, wait)? > 0 {
+            out.received += self.receive(|path, data, tos| {
+                host.handle_datagram(clock.now(), path, data, is_ce(tos));
+            })?;
         }
-        out.received += self.receive(|path, data, ce| {
-            host.handle_datagram(clock.now(), path, data, ce);
-        })?;
         let now = clock.now();
         run_timers(host, now);
         out.sent += self.flush(host, now);
@@ -472,13 +488,17 @@ impl UdpDatapath {
         self.tx[path].clear();
     }
 
-    /// Receives every datagram waiting on any path socket (a bounded number of
-    /// batches per socket) and hands each to `deliver(path, datagram, ecn_ce)`.
-    fn receive(&mut self, mut deliver: impl FnMut(u16, &[u8], bool)) -> io::Result<usize> {
+    /// Receives the datagrams waiting on the path sockets that the last
+    /// `wait_readable` found readable (a bounded number of batches per socket) and
+    /// hands each to `deliver(path, datagram, tos)`.
+    fn receive(&mut self, mut deliver: impl FnMut(u16, &[u8], Option<u8>)) -> io::Result<usize> {
         let mut total = 0;
         let n = self.sockets.len();
         for k in 0..n {
             let path = (self.next_rx + k) % n;
+            if self.pollfds[path].revents == 0 {
+                continue;
+            }
             let fd = self.sockets[path].as_raw_fd();
             for _ in 0..4 {
                 let got = self.recv_batch(fd, path as u16, &mut deliver)?;
@@ -497,7 +517,7 @@ impl UdpDatapath {
         &mut self,
         fd: RawFd,
         path: u16,
-        deliver: &mut impl FnMut(u16, &[u8], bool),
+        deliver: &mut impl FnMut(u16, &[u8], Option<u8>),
     ) -> io::Result<(usize, usize)> {
         let got = match sys::recv(
             fd,
@@ -522,7 +542,7 @@ impl UdpDatapath {
                 self.stats.truncated += 1;
                 continue;
             }
-            let ce = m.tos.is_some_and(|t| t & CE == CE);
+            let ce = is_ce(m.tos);
             let data = &self.rx_buf[i * self.rx_slot..i * self.rx_slot + m.len];
             let stride = if m.segment > 0 {
                 m.segment
@@ -542,11 +562,26 @@ impl UdpDatapath {
                     self.stats.ecn_ce += 1;
                 }
                 delivered += 1;
-                deliver(path, datagram, ce);
+                deliver(path, datagram, m.tos);
             }
         }
         Ok((got, delivered))
     }
+}
+
+/// True for the CE codepoint in a reported TOS byte.
+fn is_ce(tos: Option<u8>) -> bool {
+    tos.is_some_and(|t| t & CE == CE)
+}
+
+/// Sets the TOS byte (DSCP and ECN bits; the traffic class for IPv6) of every
+/// datagram `socket` sends, for tools and tests that need traffic with given marks.
+pub fn set_socket_tos(socket: &UdpSocket, tos: u8) -> io::Result<()> {
+    let (level, name) = match socket.local_addr()? {
+        SocketAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_TOS),
+        SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
+    };
+    sys::set_int(socket.as_raw_fd(), level, name, i32::from(tos))
 }
 
 fn run_timers<H: Host>(host: &mut H, now: Instant) {

@@ -63,15 +63,13 @@ impl UdpDatapath {
     pub fn raw_receive(&mut self, idle: Duration) -> io::Result<RawCount> {
         let mut count = RawCount::default();
         loop {
-            let mut got = 0;
-            self.receive(|_, data, _| {
-                got += 1;
-                count.bytes += data.len() as u64;
-            })?;
-            count.datagrams += got as u64;
-            if got == 0 && super::sys::wait_readable(&mut self.pollfds, idle)? == 0 {
+            if super::sys::wait_readable(&mut self.pollfds, idle)? == 0 {
                 return Ok(count);
             }
+            self.receive(|_, data, _| {
+                count.datagrams += 1;
+                count.bytes += data.len() as u64;
+            })?;
         }
     }
 }
