@@ -3,7 +3,7 @@
 use crate::config::{ConfigError, FlowConfig};
 use crate::event::{Event, PostError};
 use crate::path::PathState;
-use crate::receiver::{Receiver, SharedBuffer};
+use crate::receiver::{Payload, Receiver, SharedBuffer};
 use crate::sender::Sender;
 use crate::stats::{ReceiverStats, SenderStats};
 use crate::time::Instant;
@@ -38,7 +38,12 @@ impl Connection {
             local_flow,
             remote_flow,
             sender: Sender::new(cfg, now),
-            receiver: Receiver::new(rx_flow, cfg.max_message_len, cfg.token),
+            receiver: Receiver::new(
+                rx_flow,
+                cfg.max_message_len,
+                cfg.token,
+                cfg.payload_per_packet(),
+            ),
             events: VecDeque::new(),
             max_message_len: cfg.max_message_len,
             token: cfg.token,
@@ -93,7 +98,7 @@ impl Connection {
                 rb,
                 &repr.common,
                 d,
-                payload,
+                Payload::Bytes(payload),
                 ce,
                 self.remote_flow,
                 &mut self.events,
@@ -109,6 +114,33 @@ impl Connection {
                 self.sender
                     .on_feedback(now, &repr.common, fb, Some(*reason), &mut self.events);
             }
+        }
+    }
+
+    /// The expected PSN and the final place of its payload (see
+    /// [`Endpoint::expected_target`](crate::Endpoint::expected_target)).
+    pub(crate) fn in_place_target(&mut self, rb: &SharedBuffer) -> Option<(crate::Psn, &mut [u8])> {
+        self.receiver.in_place_target(rb)
+    }
+
+    pub(crate) fn handle_in_place(
+        &mut self,
+        now: Instant,
+        rb: &mut SharedBuffer,
+        repr: &Repr,
+        ce: bool,
+    ) {
+        match &repr.body {
+            Body::Data(d) => self.receiver.on_data_in_place(
+                now,
+                rb,
+                &repr.common,
+                d,
+                ce,
+                self.remote_flow,
+                &mut self.events,
+            ),
+            _ => self.handle_repr(now, rb, repr, &[], ce),
         }
     }
 
@@ -138,6 +170,11 @@ impl Connection {
     /// Runs the timers that are due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.sender.handle_timeout(now, &mut self.events);
+    }
+
+    /// Replaces the receive placement (see [`Endpoint::set_placement`](crate::Endpoint::set_placement)).
+    pub fn set_placement(&mut self, placement: Box<dyn crate::placement::Placement>) {
+        self.receiver.set_placement(placement);
     }
 
     /// The next application event.

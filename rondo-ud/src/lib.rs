@@ -16,6 +16,7 @@ pub mod event;
 pub mod fault;
 pub mod mem;
 pub mod path;
+pub mod placement;
 mod receiver;
 pub mod scheduler;
 pub mod select;

@@ -51,6 +51,22 @@ pub const PROBE_HEADER_LEN: usize = 24;
 /// Fixed header length of an ACK or NAK.
 pub const FEEDBACK_HEADER_LEN: usize = 56;
 
+/// Checks and parses a datagram whose header is `header` (exactly `header_words *
+/// 4` bytes) and whose `payload_len` payload bytes were received elsewhere. Never
+/// panics.
+pub fn parse_split(header: &[u8], payload_len: usize) -> Result<Repr, WireError> {
+    let packet = Packet::new_unchecked(header);
+    packet.check_len()?;
+    if packet.header_len() != header.len() {
+        return Err(WireError::BadHeaderLength {
+            words: packet.header_words(),
+            min: header.len(),
+            available: header.len(),
+        });
+    }
+    Repr::parse_with_payload(&packet, payload_len)
+}
+
 /// Checks and parses a whole datagram: the [`Repr`] and the payload (empty for all
 /// but DATA). Never panics.
 pub fn parse(datagram: &[u8]) -> Result<(Repr, &[u8]), WireError> {

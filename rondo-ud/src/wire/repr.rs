@@ -159,6 +159,17 @@ impl Repr {
     /// Parses and checks every rule of the format (see [`WireError`] for the list).
     /// Works on unchecked packets too; never panics.
     pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr, WireError> {
+        Repr::parse_with_payload(packet, 0)
+    }
+
+    /// [`Repr::parse`] for a packet whose payload lies elsewhere: `packet` holds the
+    /// header (and possibly the start of the payload) and `elsewhere` more payload
+    /// bytes follow in another buffer (a datapath that received the payload in
+    /// place, DESIGN.md "Receive placement").
+    pub fn parse_with_payload<T: AsRef<[u8]>>(
+        packet: &Packet<T>,
+        elsewhere: usize,
+    ) -> Result<Repr, WireError> {
         packet.check_len()?;
         let packet_type = packet.packet_type()?;
         let flags = packet.flags()?;
@@ -185,7 +196,7 @@ impl Repr {
             timestamp_ns: packet.timestamp_ns(),
         };
         // check_len: header_len <= buffer length.
-        let after_header = packet.as_bytes().len() - packet.header_len();
+        let after_header = packet.as_bytes().len() - packet.header_len() + elsewhere;
         let body = match packet_type {
             PacketType::Data => {
                 let data = DataRepr {
