@@ -5,6 +5,10 @@
 //!
 //! Prints one line per transport with goodput (Gb/s), packets per second, and the
 //! CPU time of each side's thread (packets per second per core = packets / CPU s).
+//! The flow uses `udp::flow_config`; environment variables override it for
+//! experiments: `PACING`, `PROBING`, `SCHED` (0/1), `BURST`, `LINE_GBPS`,
+//! `BASE_RTT_US`, `Q0`, and for the datapath `BATCH`, the poll wait `WAIT_US`, and
+//! `ONLY=rondo` (skip the raw run).
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -19,7 +23,7 @@ fn main() {
 #[cfg(target_os = "linux")]
 mod linux {
     use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-    use rondo_ud::{Endpoint, EndpointConfig, Event, FlowConfig};
+    use rondo_ud::{Endpoint, EndpointConfig, Event};
     use std::time::{Duration, Instant};
 
     fn thread_cpu() -> Duration {
@@ -39,6 +43,9 @@ mod linux {
             local_ip: "127.0.0.1".parse().unwrap(),
             base_port: 0,
             paths,
+            batch: std::env::var("BATCH")
+                .map(|v| v.parse().unwrap())
+                .unwrap_or(32),
             ..UdpConfig::default()
         }
     }
@@ -52,32 +59,51 @@ mod linux {
         let paths = args.get(1).copied().unwrap_or(4) as u16;
         let msg_kb = args.get(2).copied().unwrap_or(1024) as usize;
         let total = mbytes << 20;
-        let flow = FlowConfig {
-            paths,
-            rto_min: rondo_ud::Duration::from_ms(2),
-            retry_limit: 50,
-            token: Some(0xfeed),
-            pacing_burst: std::env::var("BURST")
-                .map(|v| v.parse().unwrap())
-                .unwrap_or(16),
-            probing: std::env::var("PROBING").map(|v| v == "1").unwrap_or(true),
-            line_rate_bps: std::env::var("LINE_GBPS")
-                .map(|v| v.parse::<u64>().unwrap() * 1_000_000_000)
-                .unwrap_or(100_000_000_000),
-            pacing: std::env::var("PACING").map(|v| v == "1").unwrap_or(true),
-            base_rtt: std::env::var("BASE_RTT_US")
-                .ok()
-                .map(|v| vec![rondo_ud::Duration::from_us(v.parse().unwrap()); usize::from(paths)]),
-            ..FlowConfig::default()
-        };
+        // udp::flow_config, with environment overrides for experiments.
+        let env = |k: &str| std::env::var(k).ok();
+        let mut flow = rondo_ud::udp::flow_config(paths);
+        flow.token = Some(0xfeed);
+        if let Some(v) = env("PACING") {
+            flow.pacing = v == "1";
+        }
+        if let Some(v) = env("BURST") {
+            flow.pacing_burst = v.parse().unwrap();
+        }
+        if let Some(v) = env("PROBING") {
+            flow.probing = v == "1";
+        }
+        if let Some(v) = env("SCHED") {
+            flow.scheduler = v == "1";
+        }
+        if let Some(v) = env("LINE_GBPS") {
+            flow.line_rate_bps = v.parse::<u64>().unwrap() * 1_000_000_000;
+        }
+        if let Some(v) = env("BASE_RTT_US") {
+            let t = rondo_ud::Duration::from_us(v.parse().unwrap());
+            flow.base_rtt = Some(vec![t; usize::from(paths)]);
+        }
+        if let Some(v) = env("Q0") {
+            flow.q0 = v.parse().unwrap();
+            flow.initial_window = flow.initial_window.max(flow.q0 / 4.0);
+        }
         let payload = flow.payload_per_packet();
+        let wait = Duration::from_micros(
+            std::env::var("WAIT_US")
+                .map(|v| v.parse().unwrap())
+                .unwrap_or(1000),
+        );
         let mtu = flow.mtu;
 
         // ---------------------------------------------------------------- raw
+        let raw_only = std::env::var("ONLY").ok();
         let mut tx = UdpDatapath::bind(udp(paths)).unwrap();
         let mut rx = UdpDatapath::bind(udp(paths)).unwrap();
         let peer = rx.local_addrs().to_vec();
-        let packets = total / payload as u64;
+        let packets = if raw_only.as_deref() == Some("rondo") {
+            1
+        } else {
+            total / payload as u64
+        };
         let start = Instant::now();
         let receiver = std::thread::spawn(move || {
             let mut c = rondo_ud::udp::RawCount::default();
@@ -126,7 +152,7 @@ mod linux {
             let mut got = 0u64;
             let mut msgs = 0;
             while msgs < n_msgs {
-                db.poll(&mut eb, &clock, Duration::from_millis(1)).unwrap();
+                db.poll(&mut eb, &clock, wait).unwrap();
                 while let Some(e) = eb.poll_event(hb) {
                     if let Event::Received { data, .. } = e {
                         got += data.len() as u64;
@@ -138,7 +164,7 @@ mod linux {
             // Keep acknowledging until the sender is done.
             let until = Instant::now() + Duration::from_millis(200);
             while Instant::now() < until {
-                db.poll(&mut eb, &clock, Duration::from_millis(1)).unwrap();
+                db.poll(&mut eb, &clock, wait).unwrap();
             }
             (
                 got,
@@ -157,7 +183,7 @@ mod linux {
                     .unwrap();
                 posted += 1;
             }
-            da.poll(&mut ea, &clock, Duration::from_millis(1)).unwrap();
+            da.poll(&mut ea, &clock, wait).unwrap();
             while let Some(e) = ea.poll_event(ha) {
                 match e {
                     Event::SendComplete { .. } => completed += 1,
@@ -173,14 +199,16 @@ mod linux {
         let pkts = rs.data_packets as f64;
         let ss = ea.connection(ha).sender_stats();
         println!(
-            "rondo:   {got} bytes in {secs:.3}s goodput {gbps:.2} Gb/s ({:.0} pps) tx cpu {:.2}s rx cpu {:.2}s retx {} probes {} ood p99 {} max {}",
+            "rondo:   {got} bytes in {secs:.3}s goodput {gbps:.2} Gb/s ({:.0} pps) tx cpu {:.2}s rx cpu {:.2}s retx {} (spurious {}) probes {} ood p99 {} max {} repaired {}",
             pkts / secs,
             tx_cpu.as_secs_f64(),
             rx_cpu.as_secs_f64(),
             ss.retransmissions,
+            ss.spurious_retransmissions,
             ss.probes_sent,
             rs.ood.quantile(0.99),
             rs.ood.max(),
+            rs.placed_repaired,
         );
         println!("rondo tx datapath: {:?}", da.stats());
         println!("rondo rx datapath: {:?}", rx_stats);

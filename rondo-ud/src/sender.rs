@@ -12,7 +12,8 @@ use crate::time::{Duration, Instant};
 use crate::transmit::{Priority, Transmit};
 use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, ProbeRepr, Repr};
 use crate::Psn;
-use std::collections::{BTreeSet, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// Shortest ARCC update interval, whatever the RTT samples say.
 const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
@@ -30,6 +31,57 @@ struct OutMessage {
     first_psn: u64,
     packets: u64,
     data: Vec<u8>,
+}
+
+/// PSNs waiting for retransmission, smallest first: a min-heap that keeps its
+/// capacity, so that loss episodes allocate nothing in the steady state. The sent
+/// table's `queued` flag is the truth; a PSN acknowledged while queued stays in the
+/// heap and is skipped when it comes up.
+#[derive(Debug)]
+struct RetxQueue {
+    heap: BinaryHeap<Reverse<u64>>,
+    /// Entries still queued.
+    live: usize,
+}
+
+impl RetxQueue {
+    /// Room for `n` queued PSNs before the first growth.
+    fn with_capacity(n: usize) -> RetxQueue {
+        RetxQueue {
+            heap: BinaryHeap::with_capacity(n),
+            live: 0,
+        }
+    }
+
+    /// Queues `psn` (its table entry just became `queued`).
+    fn insert(&mut self, psn: u64) {
+        self.heap.push(Reverse(psn));
+        self.live += 1;
+    }
+
+    /// A queued PSN was acknowledged (its entry is no longer `queued`).
+    fn remove(&mut self) {
+        self.live -= 1;
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The smallest PSN still queued in `table` (whose first entry is PSN `base`).
+    fn pop_first(&mut self, table: &VecDeque<SentPacket>, base: u64) -> Option<u64> {
+        while let Some(Reverse(psn)) = self.heap.pop() {
+            let queued = psn
+                .checked_sub(base)
+                .and_then(|i| table.get(i as usize))
+                .is_some_and(|e| e.queued);
+            if queued {
+                self.live -= 1;
+                return Some(psn);
+            }
+        }
+        None
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,7 +109,7 @@ pub(crate) struct Sender {
     una: u64,
     next_psn: u64,
     unsent: UnsentSet,
-    retx: BTreeSet<u64>,
+    retx: RetxQueue,
     highest_seen: u64,
     pace_next: Instant,
     line_next: Instant,
@@ -110,7 +162,7 @@ impl Sender {
             una: start,
             next_psn: start,
             unsent: UnsentSet::new(start),
-            retx: BTreeSet::new(),
+            retx: RetxQueue::with_capacity(1024),
             highest_seen: start,
             pace_next: now,
             line_next: now,
@@ -270,7 +322,7 @@ impl Sender {
         buf: &mut [u8],
         remote_flow: u32,
     ) -> Option<Transmit> {
-        let (psn, retx) = match self.retx.pop_first() {
+        let (psn, retx) = match self.retx.pop_first(&self.table, self.base) {
             Some(psn) => (psn, true),
             None => {
                 let k = if !self.scheduler_on {
@@ -583,7 +635,7 @@ impl Sender {
         e.acked = true;
         if e.queued {
             e.queued = false;
-            self.retx.remove(&psn);
+            self.retx.remove();
         }
         self.stats.packets_acked += 1;
         true

@@ -138,6 +138,33 @@ impl UdpConfig {
     }
 }
 
+/// A [`FlowConfig`](crate::FlowConfig) for flows over this datapath, from
+/// `FlowConfig::default()` (the paper's) with what a software datapath needs:
+///
+/// - `base_rtt` of 1 ms per path: the host's batching and thread wake-ups are part
+///   of every round trip (DESIGN.md: the base RTT must include serialisation; here
+///   it must include the host). With the measured loopback minimum (tens of
+///   microseconds) ARCC reads every batch as queueing and shrinks the windows.
+/// - no pacing: the driver polls every few microseconds and sends whole batches,
+///   so the window alone clocks the flow (with pacing, see
+///   `FlowConfig::pacing_burst`);
+/// - no capacity probing: probes sent up to the line rate cost a host as much CPU
+///   as data packets, and there is no switch priority queue to drop them first;
+/// - a 2 ms RTO floor and 30 retries, for the scheduling stalls of a loaded host.
+///
+/// Measured on loopback with `examples/udp_perf.rs` (see `docs/udp.md`).
+pub fn flow_config(paths: u16) -> crate::FlowConfig {
+    crate::FlowConfig {
+        paths,
+        base_rtt: Some(vec![crate::time::Duration::from_ms(1); usize::from(paths)]),
+        pacing: false,
+        probing: false,
+        rto_min: crate::time::Duration::from_ms(2),
+        retry_limit: 30,
+        ..crate::FlowConfig::default()
+    }
+}
+
 /// ECN codepoint ECT(0).
 const ECT0: u8 = 0b10;
 /// ECN codepoint CE.
@@ -235,13 +262,17 @@ pub struct UdpDatapath {
     tx: Vec<TxQueue>,
     /// Where the host writes the next datagram.
     scratch: Vec<u8>,
+    /// Receive buffers: `rx_per_path` slots of `rx_slot` bytes for each path.
     rx_buf: Vec<u8>,
     rx_slot: usize,
+    rx_per_path: usize,
+    /// What each slot received (same layout as `rx_buf`).
     rx_msgs: Vec<InMsg>,
+    /// Messages received per path in the current round.
+    rx_got: Vec<usize>,
     arrays: MsgArrays,
     out_msgs: Vec<sys::OutMsg>,
     pollfds: Vec<libc::pollfd>,
-    next_rx: usize,
     stats: UdpStats,
 }
 
@@ -276,9 +307,16 @@ impl UdpDatapath {
         for s in &sockets {
             let fd = s.as_raw_fd();
             let size = cfg.socket_buffer.min(i32::MAX as usize) as i32;
-            // Best effort: the kernel caps these at net.core.{w,r}mem_max.
-            let _ = sys::set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, size);
-            let _ = sys::set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, size);
+            // Best effort: the *FORCE options pass net.core.{w,r}mem_max with
+            // CAP_NET_ADMIN; without it the kernel caps the plain ones there.
+            for (force, plain) in [
+                (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+                (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            ] {
+                if sys::set_int(fd, libc::SOL_SOCKET, force, size).is_err() {
+                    let _ = sys::set_int(fd, libc::SOL_SOCKET, plain, size);
+                }
+            }
             sys::set_int(fd, ip_level, tos_opt, i32::from(cfg.tos(Priority::Data)))?;
             tos_readback &= sys::set_int(fd, ip_level, recv_tos_opt, 1).is_ok();
             gso &= sys::get_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT).is_ok();
@@ -294,19 +332,24 @@ impl UdpDatapath {
         }
         let batch = cfg.batch;
         let rx_slot = if gro { GRO_SLOT } else { cfg.max_datagram };
+        let paths = usize::from(cfg.paths);
+        // The batch is shared out among the paths (at least two slots each), so
+        // that memory does not grow with the path count times the batch.
+        let rx_per_path = (batch / paths).max(2);
         let pollfds = sockets.iter().map(|s| sys::pollfd(s.as_raw_fd())).collect();
         Ok(UdpDatapath {
             tx: (0..cfg.paths)
                 .map(|_| TxQueue::new(batch, cfg.max_datagram))
                 .collect(),
             scratch: vec![0; cfg.max_datagram],
-            rx_buf: vec![0; batch * rx_slot],
+            rx_buf: vec![0; paths * rx_per_path * rx_slot],
             rx_slot,
-            rx_msgs: vec![InMsg::default(); batch],
+            rx_per_path,
+            rx_msgs: vec![InMsg::default(); paths * rx_per_path],
+            rx_got: vec![0; paths],
             arrays: MsgArrays::new(batch),
             out_msgs: Vec::with_capacity(batch),
             pollfds,
-            next_rx: 0,
             stats: UdpStats::default(),
             peers: HashMap::new(),
             sockets,
@@ -489,83 +532,141 @@ impl UdpDatapath {
     }
 
     /// Receives the datagrams waiting on the path sockets that the last
-    /// `wait_readable` found readable (a bounded number of batches per socket) and
-    /// hands each to `deliver(path, datagram, tos)`.
+    /// `wait_readable` found readable and hands each to `deliver(path, datagram,
+    /// tos)`. Each round takes one `recvmmsg` batch from every readable socket and
+    /// delivers the datagrams interleaved across paths, one per path in turn: the
+    /// sender sprays consecutive PSNs over the paths, so this keeps the arrival
+    /// order close to PSN order instead of handing over one path's batch at a time.
     fn receive(&mut self, mut deliver: impl FnMut(u16, &[u8], Option<u8>)) -> io::Result<usize> {
         let mut total = 0;
-        let n = self.sockets.len();
-        for k in 0..n {
-            let path = (self.next_rx + k) % n;
-            if self.pollfds[path].revents == 0 {
-                continue;
-            }
-            let fd = self.sockets[path].as_raw_fd();
-            for _ in 0..4 {
-                let got = self.recv_batch(fd, path as u16, &mut deliver)?;
-                total += got.1;
-                if got.0 < self.rx_msgs.len() {
-                    break;
+        for round in 0..4 {
+            let mut more = false;
+            for path in 0..self.sockets.len() {
+                self.rx_got[path] = 0;
+                // The first round tries every socket, not only those ppoll found
+                // readable: datagrams of the other paths that arrived since would
+                // otherwise wait a whole poll and come out far behind their PSNs.
+                if round > 0 && self.pollfds[path].revents == 0 {
+                    continue;
+                }
+                let got = self.recv_path(path)?;
+                if got < self.rx_per_path {
+                    self.pollfds[path].revents = 0; // drained
+                } else {
+                    more = true;
                 }
             }
+            total += self.deliver_interleaved(&mut deliver);
+            if !more {
+                break;
+            }
         }
-        self.next_rx = (self.next_rx + 1) % n;
         Ok(total)
     }
 
-    /// One `recvmmsg` on `fd`: (messages, datagrams delivered).
-    fn recv_batch(
-        &mut self,
-        fd: RawFd,
-        path: u16,
-        deliver: &mut impl FnMut(u16, &[u8], Option<u8>),
-    ) -> io::Result<(usize, usize)> {
-        let got = match sys::recv(
-            fd,
-            &mut self.arrays,
-            &mut self.rx_buf,
-            self.rx_slot,
-            &mut self.rx_msgs,
-        ) {
+    /// One `recvmmsg` on `path`'s socket into its slots; returns the messages.
+    fn recv_path(&mut self, path: usize) -> io::Result<usize> {
+        let (pp, slot) = (self.rx_per_path, self.rx_slot);
+        let buf = &mut self.rx_buf[path * pp * slot..(path + 1) * pp * slot];
+        let msgs = &mut self.rx_msgs[path * pp..(path + 1) * pp];
+        let fd = self.sockets[path].as_raw_fd();
+        let got = match sys::recv(fd, &mut self.arrays, buf, slot, msgs) {
             Ok(got) => got,
             Err(e) => {
                 self.stats.recv_errors += 1;
                 return Err(e);
             }
         };
-        if got == 0 {
-            return Ok((0, 0));
+        if got > 0 {
+            self.stats.recv_batches += 1;
         }
-        self.stats.recv_batches += 1;
-        let mut delivered = 0;
-        for (i, m) in self.rx_msgs[..got].iter().enumerate() {
+        for m in &msgs[..got] {
             if m.truncated {
                 self.stats.truncated += 1;
-                continue;
-            }
-            let ce = is_ce(m.tos);
-            let data = &self.rx_buf[i * self.rx_slot..i * self.rx_slot + m.len];
-            let stride = if m.segment > 0 {
-                m.segment
-            } else {
-                data.len().max(1)
-            };
-            if m.segment > 0 && m.segment < data.len() {
+            } else if m.segment > 0 && m.segment < m.len {
                 self.stats.gro_receives += 1;
             }
-            for datagram in data.chunks(stride) {
-                self.stats.datagrams_in += 1;
-                self.stats.bytes_in += datagram.len() as u64;
-                if m.tos.is_some() {
-                    self.stats.tos_seen += 1;
+        }
+        self.rx_got[path] = got;
+        Ok(got)
+    }
+
+    /// Hands the datagrams of this round to `deliver` in PSN order across paths: a
+    /// merge of the per-path queues (each in sending order) by the PSN of DATA
+    /// packets; other packets go first. The round arrived at one instant, so the
+    /// order within it is the datapath's to choose, and PSN order spares the
+    /// engine reorder-buffer copies (`placed_repaired`).
+    fn deliver_interleaved(&mut self, deliver: &mut impl FnMut(u16, &[u8], Option<u8>)) -> usize {
+        let (pp, slot) = (self.rx_per_path, self.rx_slot);
+        let n = self.sockets.len();
+        let stats = &mut self.stats;
+        let mut delivered = 0;
+        // Per path: (message index, byte offset in it).
+        let mut cursor = [(0usize, 0usize); 64];
+        for group in (0..n).step_by(cursor.len()) {
+            let paths = group..(group + cursor.len()).min(n);
+            cursor.fill((0, 0));
+            loop {
+                // The path whose next datagram sorts first.
+                let mut best: Option<(usize, Option<u32>)> = None;
+                for path in paths.clone() {
+                    let (msg, off) = &mut cursor[path - group];
+                    while *msg < self.rx_got[path] && self.rx_msgs[path * pp + *msg].truncated {
+                        *msg += 1;
+                    }
+                    if *msg >= self.rx_got[path] {
+                        continue;
+                    }
+                    let base = (path * pp + *msg) * slot + *off;
+                    let key = data_psn(&self.rx_buf[base..base + 16.min(slot - *off)]);
+                    let first = match (best, key) {
+                        (None, _) => true,
+                        (Some((_, Some(_))), None) => true,
+                        (Some((_, Some(b))), Some(k)) => (k.wrapping_sub(b) as i32) < 0,
+                        (Some((_, None)), _) => false,
+                    };
+                    if first {
+                        best = Some((path, key));
+                    }
                 }
-                if ce {
-                    self.stats.ecn_ce += 1;
+                let Some((path, _)) = best else {
+                    break;
+                };
+                let (msg, off) = &mut cursor[path - group];
+                let m = self.rx_msgs[path * pp + *msg];
+                let base = (path * pp + *msg) * slot;
+                let stride = if m.segment > 0 { m.segment } else { m.len };
+                let end = (*off + stride.max(1)).min(m.len);
+                let datagram = &self.rx_buf[base + *off..base + end];
+                if end >= m.len {
+                    (*msg, *off) = (*msg + 1, 0);
+                } else {
+                    *off = end;
+                }
+                stats.datagrams_in += 1;
+                stats.bytes_in += datagram.len() as u64;
+                if m.tos.is_some() {
+                    stats.tos_seen += 1;
+                }
+                if is_ce(m.tos) {
+                    stats.ecn_ce += 1;
                 }
                 delivered += 1;
-                deliver(path, datagram, m.tos);
+                deliver(path as u16, datagram, m.tos);
             }
         }
-        Ok((got, delivered))
+        delivered
+    }
+}
+
+/// The PSN of a Rondo DATA packet (version 1, type 1) from its first bytes, the
+/// sort key of receive merging; `None` for anything else.
+fn data_psn(head: &[u8]) -> Option<u32> {
+    match head {
+        [1, 1, _, _, _, _, _, _, _, _, _, _, a, b, c, d, ..] => {
+            Some(u32::from_be_bytes([*a, *b, *c, *d]))
+        }
+        _ => None,
     }
 }
 

@@ -27,16 +27,13 @@ pub fn loopback(paths: u16) -> UdpConfig {
     }
 }
 
-/// A flow config for loopback: RTTs are tens of microseconds, but a loaded CI
-/// machine can stall a thread for milliseconds, so the RTO floor and retry limit
-/// are generous.
+/// The datapath's recommended flow config with a token; a loaded CI machine can
+/// stall a thread for milliseconds, so the RTO floor is higher still.
 pub fn flow(paths: u16) -> FlowConfig {
     FlowConfig {
-        paths,
         rto_min: rondo_ud::Duration::from_ms(5),
-        retry_limit: 30,
         token: Some(0x0123_4567_89ab_cdef),
-        ..FlowConfig::default()
+        ..rondo_ud::udp::flow_config(paths)
     }
 }
 
