@@ -148,33 +148,37 @@ mod linux {
         let msg = vec![0x5a; msg_kb << 10];
         let n_msgs = (total as usize).div_ceil(msg.len());
         let start = Instant::now();
-        let receiver = std::thread::spawn(move || {
-            let mut got = 0u64;
-            let mut msgs = 0;
-            while msgs < n_msgs {
-                db.poll(&mut eb, &clock, wait).unwrap();
-                while let Some(e) = eb.poll_event(hb) {
-                    if let Event::Received { data, .. } = e {
-                        got += data.len() as u64;
-                        msgs += 1;
+        let receiver = std::thread::Builder::new()
+            .name("rondo-rx".into())
+            .spawn(move || {
+                let mut got = 0u64;
+                let mut msgs = 0;
+                while msgs < n_msgs {
+                    db.poll(&mut eb, &clock, wait).unwrap();
+                    while let Some(e) = eb.poll_event(hb) {
+                        if let Event::Received { data, .. } = e {
+                            got += data.len() as u64;
+                            msgs += 1;
+                        }
                     }
                 }
-            }
-            let done = Instant::now();
-            // Keep acknowledging until the sender is done.
-            let until = Instant::now() + Duration::from_millis(200);
-            while Instant::now() < until {
-                db.poll(&mut eb, &clock, wait).unwrap();
-            }
-            (
-                got,
-                done,
-                thread_cpu(),
-                db.stats(),
-                eb.connection(hb).receiver_stats().clone(),
-            )
-        });
+                let done = Instant::now();
+                // Keep acknowledging until the sender is done.
+                let until = Instant::now() + Duration::from_millis(200);
+                while Instant::now() < until {
+                    db.poll(&mut eb, &clock, wait).unwrap();
+                }
+                (
+                    got,
+                    done,
+                    thread_cpu(),
+                    db.stats(),
+                    eb.connection(hb).receiver_stats().clone(),
+                )
+            })
+            .unwrap();
         let mut posted = 0;
+        let mut next_report = Instant::now();
         let mut completed = 0;
         let window = 8;
         while completed < n_msgs {
@@ -184,6 +188,19 @@ mod linux {
                 posted += 1;
             }
             da.poll(&mut ea, &clock, wait).unwrap();
+            if env("TRACE").is_some() && Instant::now() >= next_report {
+                next_report = Instant::now() + Duration::from_millis(100);
+                for p in ea.connection(ha).paths() {
+                    eprint!(
+                        "[w {:.0} if {} srtt {:?} r {:.3}] ",
+                        p.window(),
+                        p.inflight(),
+                        p.srtt().map(|d| d.as_ns() / 1000),
+                        p.ack_rate()
+                    );
+                }
+                eprintln!();
+            }
             while let Some(e) = ea.poll_event(ha) {
                 match e {
                     Event::SendComplete { .. } => completed += 1,

@@ -105,6 +105,9 @@ pub(crate) struct Sender {
     /// State of PSNs `[base, base + table.len())`.
     table: VecDeque<SentPacket>,
     base: u64,
+    /// No table entry below this PSN is a loss candidate (in flight, not acked):
+    /// where `detect_losses` starts. Every transmission lowers it to its PSN.
+    loss_scan: u64,
     /// Lowest PSN not known to be delivered.
     una: u64,
     next_psn: u64,
@@ -159,6 +162,7 @@ impl Sender {
             messages: VecDeque::new(),
             table: VecDeque::new(),
             base: start,
+            loss_scan: start,
             una: start,
             next_psn: start,
             unsent: UnsentSet::new(start),
@@ -340,6 +344,7 @@ impl Sender {
             }
         };
         let idx = (psn - self.base) as usize;
+        self.loss_scan = self.loss_scan.min(psn);
         if !retx {
             self.unsent.mark_sent(psn);
             while self.table.len() <= idx {
@@ -738,7 +743,14 @@ impl Sender {
             return;
         }
         let limit = ((self.highest_seen - thr - self.base) as usize).min(self.table.len());
-        for i in 0..limit {
+        // Entries below the first candidate stay non-candidates until sent again
+        // (which lowers `loss_scan`): skip them for good.
+        let mut first = self.loss_scan.saturating_sub(self.base) as usize;
+        while first < limit && (!self.table[first].in_flight || self.table[first].acked) {
+            first += 1;
+        }
+        self.loss_scan = self.base + first as u64;
+        for i in first..limit {
             let e = self.table[i];
             if !e.in_flight || e.acked {
                 continue;

@@ -59,7 +59,7 @@ fn steady_state_allocates_nothing_per_packet() {
         |b: &Side<rondo_ud::Endpoint>| b.host.connection(b.conn).receiver_stats().data_packets;
     // Warm up: queues, tables and histograms reach their working size.
     assert!(drive(&mut a, &mut b, &clock, 5_000_000, |_, b| packets(b)
-        >= 3_000));
+        >= 6_000));
     // The counter counts: one allocation in the window is seen.
     COUNTING.with(|c| c.set(true));
     let probe = std::hint::black_box(vec![1u8; 10]);
@@ -78,8 +78,8 @@ fn steady_state_allocates_nothing_per_packet() {
     let allocs = ALLOCS.load(Ordering::Relaxed);
     println!("{allocs} allocations for {datagrams} datagrams sent and received");
     assert!(datagrams >= 10_000);
-    // Usually 0. A queue (feedback, sent-packet table) may still double its
-    // capacity once when the window reaches a new high on a loaded machine: that is
-    // amortized growth, not an allocation per packet (which would be thousands).
-    assert!(allocs <= 4, "{allocs} allocations in the steady state");
+    // Usually 0. On a loaded machine a queue (sent-packet table, feedback, reorder
+    // window) may still double its capacity a few times when the window reaches a
+    // new high: amortized growth, not an allocation per packet (10,000 datagrams).
+    assert!(allocs <= 16, "{allocs} allocations in the steady state");
 }

@@ -53,6 +53,23 @@ impl TxQueue {
         self.items.push(Item { dest, tos, len });
     }
 
+    /// The free space after the queued bytes, `len` bytes of it (the caller checked
+    /// `has_room(len)`), for a datagram to be written in place.
+    pub(super) fn tail_mut(&mut self, len: usize) -> &mut [u8] {
+        &mut self.buf[self.used..self.used + len]
+    }
+
+    /// The first `len` bytes of the free space (a datagram written there).
+    pub(super) fn tail(&self, len: usize) -> &[u8] {
+        &self.buf[self.used..self.used + len]
+    }
+
+    /// Queues the `len` bytes written at `tail_mut`.
+    pub(super) fn commit_tail(&mut self, dest: SocketAddr, tos: Option<u8>, len: usize) {
+        self.used += len;
+        self.items.push(Item { dest, tos, len });
+    }
+
     /// The queued bytes.
     pub(super) fn bytes(&self) -> &[u8] {
         &self.buf[..self.used]

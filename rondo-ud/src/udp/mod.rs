@@ -260,8 +260,12 @@ pub struct UdpDatapath {
     tos_readback: bool,
     peers: HashMap<u32, Vec<SocketAddr>>,
     tx: Vec<TxQueue>,
-    /// Where the host writes the next datagram.
+    /// Where raw mode builds datagrams.
     scratch: Vec<u8>,
+    /// Path of the last transmit, and for each path the one that followed it last:
+    /// the guess of which path queue the host writes the next datagram into.
+    last_path: usize,
+    next_after: Vec<usize>,
     /// Receive buffers: `rx_per_path` slots of `rx_slot` bytes for each path.
     rx_buf: Vec<u8>,
     rx_slot: usize,
@@ -342,6 +346,8 @@ impl UdpDatapath {
                 .map(|_| TxQueue::new(batch, cfg.max_datagram))
                 .collect(),
             scratch: vec![0; cfg.max_datagram],
+            last_path: 0,
+            next_after: (1..=paths).map(|p| p % paths).collect(),
             rx_buf: vec![0; paths * rx_per_path * rx_slot],
             rx_slot,
             rx_per_path,
@@ -480,9 +486,17 @@ impl UdpDatapath {
     /// path before returning (so that receiving is not starved).
     fn flush<H: Host>(&mut self, host: &mut H, now: Instant) -> usize {
         let limit = self.cfg.batch * self.sockets.len();
+        let max = self.cfg.max_datagram;
         let mut n = 0;
         while n < limit {
-            let Some(t) = host.poll_transmit(now, &mut self.scratch) else {
+            // The host writes straight into the tail of the queue of the path it will
+            // most likely pick (the one that followed the last path last time); a
+            // wrong guess costs one copy.
+            let guess = self.next_after[self.last_path];
+            if !self.tx[guess].has_room(max) {
+                self.send_path(guess);
+            }
+            let Some(t) = host.poll_transmit(now, self.tx[guess].tail_mut(max)) else {
                 break;
             };
             n += 1;
@@ -496,16 +510,29 @@ impl UdpDatapath {
                     .and_then(|a| a.get(path).copied()),
                 None => None,
             };
-            let (Some(dest), true) = (dest, t.len <= self.scratch.len()) else {
+            let (Some(dest), true) = (dest, t.len <= max) else {
                 self.stats.unroutable += 1;
                 continue;
             };
+            self.next_after[self.last_path] = path;
+            self.last_path = path;
+            let tos = self.cfg.tos(t.priority);
+            let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
+            if path == guess {
+                self.tx[path].commit_tail(dest, tos, t.len);
+                continue;
+            }
             if !self.tx[path].has_room(t.len) {
                 self.send_path(path);
             }
-            let tos = self.cfg.tos(t.priority);
-            let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
-            self.tx[path].push(dest, tos, &self.scratch[..t.len]);
+            let (from, to) = if guess < path {
+                let (a, b) = self.tx.split_at_mut(path);
+                (&a[guess], &mut b[0])
+            } else {
+                let (a, b) = self.tx.split_at_mut(guess);
+                (&b[0], &mut a[path])
+            };
+            to.push(dest, tos, from.tail(t.len));
         }
         for path in 0..self.tx.len() {
             self.send_path(path);
