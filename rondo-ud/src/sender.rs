@@ -108,6 +108,8 @@ pub(crate) struct Sender {
     /// No table entry below this PSN is a loss candidate (in flight, not acked):
     /// where `detect_losses` starts. Every transmission lowers it to its PSN.
     loss_scan: u64,
+    /// Scratch: each path's ACK deadline during `detect_losses`.
+    deadlines: Vec<Duration>,
     /// Lowest PSN not known to be delivered.
     una: u64,
     next_psn: u64,
@@ -163,6 +165,7 @@ impl Sender {
             table: VecDeque::new(),
             base: start,
             loss_scan: start,
+            deadlines: Vec::with_capacity(usize::from(cfg.paths)),
             una: start,
             next_psn: start,
             unsent: UnsentSet::new(start),
@@ -750,6 +753,30 @@ impl Sender {
             first += 1;
         }
         self.loss_scan = self.base + first as u64;
+        // A read-only pass first (the common case: nothing is due), with each path's
+        // deadline computed once; only when something is due does the loop below
+        // run, declaring losses (which can change later entries) as it goes.
+        let fallback = self.cfg.initial_rtt;
+        self.deadlines.clear();
+        self.deadlines
+            .extend(self.paths.iter().map(|p| p.ack_deadline(fallback)));
+        let mut next_due: Option<Instant> = None;
+        let mut any_due = false;
+        for e in self.table.range(first..limit) {
+            if !e.in_flight || e.acked {
+                continue;
+            }
+            let due = e.sent_at + self.deadlines[e.path as usize];
+            if due <= now {
+                any_due = true;
+                break;
+            }
+            next_due = Some(next_due.map_or(due, |t| t.min(due)));
+        }
+        if !any_due {
+            self.loss_timer = next_due;
+            return;
+        }
         for i in first..limit {
             let e = self.table[i];
             if !e.in_flight || e.acked {
