@@ -149,6 +149,9 @@ fn bad_datagrams_from_a_foreign_socket_are_counted_and_dropped() {
     foreign
         .send_to(&data_datagram(FLOW_B, 0x4000_0000, 100, Some(7)), to)
         .unwrap(); // far outside the window, and the wrong token
+    foreign
+        .send_to(&data_datagram(FLOW_B, 0x4000_0000, 100, cfg.token), to)
+        .unwrap(); // far outside the window with the right token: NAKed, never applied
     let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
     let ok = drive(&mut a, &mut b, &clock, 2_000_000, |a, b| {
         events(&mut a.host, a.conn, &mut ev_a);
