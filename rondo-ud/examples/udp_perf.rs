@@ -38,6 +38,15 @@ mod linux {
         Duration::from_millis(ticks * 10)
     }
 
+    /// (on-CPU, waiting-for-a-CPU) of this thread, from /proc/thread-self/schedstat.
+    fn sched() -> (Duration, Duration) {
+        let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+        let mut f = s.split_whitespace().map(|x| x.parse::<u64>().unwrap_or(0));
+        let run = f.next().unwrap_or(0);
+        let wait = f.next().unwrap_or(0);
+        (Duration::from_nanos(run), Duration::from_nanos(wait))
+    }
+
     fn udp(paths: u16) -> UdpConfig {
         UdpConfig {
             local_ip: "127.0.0.1".parse().unwrap(),
@@ -168,6 +177,7 @@ mod linux {
                 while Instant::now() < until {
                     db.poll(&mut eb, &clock, wait).unwrap();
                 }
+                eprintln!("rx thread (on cpu, runqueue wait): {:?}", sched());
                 (
                     got,
                     done,
@@ -210,6 +220,7 @@ mod linux {
             }
         }
         let tx_cpu = thread_cpu();
+        eprintln!("tx thread (on cpu, runqueue wait): {:?}", sched());
         let (got, done, rx_cpu, rx_stats, rs) = receiver.join().unwrap();
         let secs = (done - start).as_secs_f64();
         let gbps = got as f64 * 8.0 / secs / 1e9;
