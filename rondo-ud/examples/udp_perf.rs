@@ -42,7 +42,7 @@ mod linux {
             paths,
             batch: std::env::var("BATCH")
                 .map(|v| v.parse().unwrap())
-                .unwrap_or(32),
+                .unwrap_or(64),
             ..UdpConfig::default()
         }
     }

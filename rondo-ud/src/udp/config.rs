@@ -57,7 +57,7 @@ impl Default for UdpConfig {
             dscp_data: 26,
             dscp_probe: 8,
             ecn: true,
-            batch: 32,
+            batch: 64,
             gso: true,
             gro: true,
             max_datagram: 9_216,

@@ -37,7 +37,6 @@ use config::CE;
 use crate::time::Instant;
 use crate::transmit::{Host, Priority};
 use batch::TxQueue;
-use std::collections::HashMap;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
@@ -57,7 +56,9 @@ pub struct UdpDatapath {
     gso: bool,
     gro: bool,
     tos_readback: bool,
-    peers: HashMap<u32, Vec<SocketAddr>>,
+    /// Peer addresses per local flow, sorted by flow (binary search, no hashing
+    /// per datagram).
+    peers: Vec<(u32, Vec<SocketAddr>)>,
     tx: Vec<TxQueue>,
     /// Where raw mode builds datagrams.
     scratch: Vec<u8>,
@@ -156,7 +157,7 @@ impl UdpDatapath {
             out_msgs: Vec::with_capacity(batch),
             pollfds,
             stats: UdpStats::default(),
-            peers: HashMap::new(),
+            peers: Vec::new(),
             sockets,
             local,
             v6,
@@ -220,7 +221,10 @@ impl UdpDatapath {
                 "peer address family differs from the local sockets': bind local_ip in the peer's family",
             ));
         }
-        self.peers.insert(local_flow, addrs);
+        match self.peers.binary_search_by_key(&local_flow, |p| p.0) {
+            Ok(i) => self.peers[i].1 = addrs,
+            Err(i) => self.peers.insert(i, (local_flow, addrs)),
+        }
         Ok(())
     }
 
@@ -241,7 +245,13 @@ impl UdpDatapath {
 
     /// Forgets the route of `local_flow`; returns whether it had one.
     pub fn remove_peer(&mut self, local_flow: u32) -> bool {
-        self.peers.remove(&local_flow).is_some()
+        match self.peers.binary_search_by_key(&local_flow, |p| p.0) {
+            Ok(i) => {
+                self.peers.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// One round of the driver loop: runs the host's due timers, sends what it has
@@ -302,15 +312,7 @@ impl UdpDatapath {
             };
             n += 1;
             let path = usize::from(t.path);
-            let dest = match self.peers.get(&t.flow) {
-                Some(addrs) => addrs.get(path).copied(),
-                None if self.peers.len() == 1 => self
-                    .peers
-                    .values()
-                    .next()
-                    .and_then(|a| a.get(path).copied()),
-                None => None,
-            };
+            let dest = self.route(t.flow, path);
             let (Some(dest), true) = (dest, t.len <= max) else {
                 self.stats.unroutable += 1;
                 continue;
@@ -339,6 +341,22 @@ impl UdpDatapath {
             self.send_path(path);
         }
         n
+    }
+
+    /// The destination of a transmit of `flow` on `path`: the flow's peer, or the
+    /// only peer when the flow has none.
+    fn route(&self, flow: u32, path: usize) -> Option<SocketAddr> {
+        let addrs = match self.peers.as_slice() {
+            [(_, only)] => only, // the flow's own, or the only peer
+            peers => {
+                &peers
+                    .binary_search_by_key(&flow, |p| p.0)
+                    .ok()
+                    .map(|i| &peers[i])?
+                    .1
+            }
+        };
+        addrs.get(path).copied()
     }
 
     /// Sends everything queued on `path`.
