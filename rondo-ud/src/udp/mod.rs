@@ -5,8 +5,8 @@
 //! network-namespace setup.
 //!
 //! ```no_run
-//! use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-//! use rondo_ud::{Endpoint, EndpointConfig, FlowConfig};
+//! use rondo_ud::udp::{self, Clock, UdpConfig, UdpDatapath};
+//! use rondo_ud::{Endpoint, EndpointConfig};
 //! use std::time::Duration;
 //!
 //! let mut dp = UdpDatapath::bind(UdpConfig { base_port: 0, ..UdpConfig::default() })?;
@@ -14,7 +14,7 @@
 //! # let peer_addrs = my_addrs.clone();
 //! let clock = Clock::new();
 //! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
-//! ep.connect(clock.now(), 1, 2, &FlowConfig::default()).unwrap();
+//! ep.connect(clock.now(), 1, 2, &udp::flow_config(4)).unwrap();
 //! dp.add_peer(1, peer_addrs)?; // path i of flow 1 goes to the peer's socket i
 //! loop {
 //!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
