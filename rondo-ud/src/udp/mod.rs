@@ -454,3 +454,89 @@ fn gso_refused(e: &io::Error) -> bool {
         Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOPROTOOPT)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loopback() -> UdpConfig {
+        UdpConfig {
+            local_ip: "127.0.0.1".parse().unwrap(),
+            base_port: 0,
+            paths: 2,
+            ..UdpConfig::default()
+        }
+    }
+
+    /// The kernel refuses GSO on a socket without UDP checksums (`SO_NO_CHECK`):
+    /// the send falls back to one datagram per message and loses nothing.
+    #[test]
+    fn gso_refused_at_run_time_falls_back() {
+        let mut tx = UdpDatapath::bind(loopback()).unwrap();
+        let mut rx = UdpDatapath::bind(loopback()).unwrap();
+        if !tx.gso() {
+            println!("skipped: this kernel has no UDP GSO");
+            return;
+        }
+        for s in &tx.sockets {
+            if sys::set_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).is_err() {
+                println!("skipped: SO_NO_CHECK refused");
+                return;
+            }
+        }
+        let peer = rx.local_addrs().to_vec();
+        assert_eq!(tx.raw_blast(&peer, 1000, 40).unwrap(), 40);
+        let got = rx.raw_receive(Duration::from_millis(200)).unwrap();
+        assert_eq!(got.datagrams, 40, "nothing lost in the fallback");
+        let s = tx.stats();
+        if s.gso_fallbacks == 0 {
+            println!("not exercised: this kernel sent GSO without UDP checksums");
+            return;
+        }
+        assert_eq!(s.gso_fallbacks, 1);
+        assert!(!tx.gso(), "GSO stays off after a refusal");
+        assert_eq!((s.gso_sends, s.send_errors, s.datagrams_out), (0, 0, 40));
+    }
+
+    #[test]
+    fn bad_configs_are_refused_with_a_reason() {
+        for cfg in [
+            UdpConfig {
+                paths: 0,
+                ..loopback()
+            },
+            UdpConfig {
+                batch: 0,
+                ..loopback()
+            },
+            UdpConfig {
+                dscp_probe: 64,
+                ..loopback()
+            },
+            UdpConfig {
+                base_port: 65_535,
+                ..loopback()
+            },
+            UdpConfig {
+                max_datagram: 10,
+                ..loopback()
+            },
+        ] {
+            let e = UdpDatapath::bind(cfg).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains("UdpConfig"), "{e}");
+        }
+    }
+
+    #[test]
+    fn merge_key_is_the_psn_of_data_packets_only() {
+        let mut d = [0u8; 16];
+        d[0] = 1;
+        d[1] = 1;
+        d[12..16].copy_from_slice(&7u32.to_be_bytes());
+        assert_eq!(recv::data_psn(&d), Some(7));
+        d[1] = 3; // an ACK
+        assert_eq!(recv::data_psn(&d), None);
+        assert_eq!(recv::data_psn(&d[..10]), None);
+    }
+}

@@ -139,7 +139,7 @@ impl UdpDatapath {
 
 /// The PSN of a Rondo DATA packet (version 1, type 1) from its first bytes, the
 /// sort key of receive merging; `None` for anything else.
-fn data_psn(head: &[u8]) -> Option<u32> {
+pub(super) fn data_psn(head: &[u8]) -> Option<u32> {
     match head {
         [1, 1, _, _, _, _, _, _, _, _, _, _, a, b, c, d, ..] => {
             Some(u32::from_be_bytes([*a, *b, *c, *d]))
