@@ -43,6 +43,9 @@ mod linux {
             batch: std::env::var("BATCH")
                 .map(|v| v.parse().unwrap())
                 .unwrap_or(64),
+            socket_buffer: std::env::var("SOCKBUF_MB")
+                .map(|v| v.parse::<usize>().unwrap() << 20)
+                .unwrap_or(4 << 20),
             ..UdpConfig::default()
         }
     }
