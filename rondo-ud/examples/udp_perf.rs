@@ -7,7 +7,8 @@
 //! CPU time of each side's thread (packets per second per core = packets / CPU s).
 //! The flow uses `udp::flow_config`; environment variables override it for
 //! experiments: `PACING`, `PROBING`, `SCHED` (0/1), `BURST`, `LINE_GBPS`,
-//! `BASE_RTT_US`, `Q0`, and for the datapath `BATCH`, the poll wait `WAIT_US`, and
+//! `BASE_RTT_US`, `Q0`, and for the datapath `BATCH`, `SOCKBUF_MB`, the poll wait
+//! `WAIT_US`, `TRACE` (per-path windows every 100 ms), and
 //! `ONLY=rondo` (skip the raw run).
 
 #[cfg(target_os = "linux")]
