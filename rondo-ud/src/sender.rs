@@ -25,6 +25,9 @@ fn update_interval(cfg: &FlowConfig, base_rtt: Duration) -> Duration {
         .max(MIN_UPDATE_INTERVAL)
 }
 
+/// Where a DATA payload lies in the sender: (message first PSN, offset, length).
+pub(crate) type PayloadAt = (u64, u64, u32);
+
 #[derive(Debug)]
 struct OutMessage {
     id: u64,
@@ -108,6 +111,11 @@ pub(crate) struct Sender {
     /// No table entry below this PSN is a loss candidate (in flight, not acked):
     /// where `detect_losses` starts. Every transmission lowers it to its PSN.
     loss_scan: u64,
+    /// `poll_transmit_split` in progress: DATA payloads are not copied but located.
+    split: bool,
+    /// Where the payload of the last DATA packet emitted in split mode lies:
+    /// (message first PSN, offset, length).
+    split_out: Option<PayloadAt>,
     /// Scratch: each path's ACK deadline during `detect_losses`.
     deadlines: Vec<Duration>,
     /// Lowest PSN not known to be delivered.
@@ -165,6 +173,8 @@ impl Sender {
             table: VecDeque::new(),
             base: start,
             loss_scan: start,
+            split: false,
+            split_out: None,
             deadlines: Vec::with_capacity(usize::from(cfg.paths)),
             una: start,
             next_psn: start,
@@ -380,8 +390,14 @@ impl Sender {
             }),
         };
         let hdr = repr.emit_with_token(buf, self.cfg.token).ok()?;
-        buf[hdr..hdr + len].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
         let total = hdr + len;
+        let written = if self.split {
+            self.split_out = Some((msg.first_psn, offset, len as u32));
+            hdr
+        } else {
+            buf[hdr..total].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
+            total
+        };
 
         let entry = &mut self.table[idx];
         entry.queued = false;
@@ -412,9 +428,33 @@ impl Sender {
         Some(Transmit {
             path: path as u16,
             priority: Priority::Data,
-            len: total,
+            len: written,
             flow: 0,
         })
+    }
+
+    /// [`Sender::poll_transmit`] that leaves a DATA payload in its message and says
+    /// where: (message first PSN, offset, length).
+    pub(crate) fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        remote_flow: u32,
+    ) -> Option<(Transmit, Option<PayloadAt>)> {
+        self.split = true;
+        self.split_out = None;
+        let t = self.poll_transmit(now, buf, remote_flow);
+        self.split = false;
+        t.map(|t| (t, self.split_out.take()))
+    }
+
+    /// The payload bytes `offset..offset + len` of the message whose first PSN is
+    /// `first_psn`, while it is not fully acknowledged.
+    pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {
+        let i = self.messages.partition_point(|m| m.first_psn < first_psn);
+        let m = self.messages.get(i).filter(|m| m.first_psn == first_psn)?;
+        let start = usize::try_from(offset).ok()?;
+        m.data.get(start..start.checked_add(len as usize)?)
     }
 
     /// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`

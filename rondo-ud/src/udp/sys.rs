@@ -19,9 +19,11 @@ const CONTROL_WORDS: usize = 8;
 pub(super) struct OutMsg {
     /// Destination.
     pub dest: SocketAddr,
-    /// Offset of the first byte in the send buffer.
-    pub start: usize,
-    /// Bytes, all segments together.
+    /// First of its slices (iovecs) in the slice list given to [`send`].
+    pub iov_start: usize,
+    /// Number of slices.
+    pub iov_count: usize,
+    /// Bytes, all slices together.
     pub len: usize,
     /// GSO segment size (`UDP_SEGMENT`), 0 for a single datagram.
     pub segment: u16,
@@ -89,7 +91,8 @@ impl MsgArrays {
         };
         MsgArrays {
             hdrs: vec![hdr; n],
-            iovs: vec![iov; n],
+            // Sends use two iovecs per datagram (head and payload).
+            iovs: vec![iov; 2 * n],
             names: vec![name; n],
             control: vec![[0; CONTROL_WORDS]; n],
         }
@@ -193,32 +196,41 @@ unsafe fn push_cmsg<T: Copy>(
     }
 }
 
-/// Sends `msgs` (at most `arrays.capacity()`) from `buf` with one `sendmmsg`.
-/// Returns how many messages the kernel took (the rest are the caller's to retry
-/// or drop). `v6` says which TOS control message the socket family uses.
-pub(super) fn send(
+/// Sends `msgs` (at most `arrays.capacity()`) with one `sendmmsg`; message `m` is
+/// the concatenation of slices `slice(m.iov_start)` to
+/// `slice(m.iov_start + m.iov_count - 1)`. Returns
+/// how many messages the kernel took (the rest are the caller's to retry or drop).
+/// `v6` says which TOS control message the socket family uses.
+pub(super) fn send<'a>(
     fd: RawFd,
     arrays: &mut MsgArrays,
-    buf: &[u8],
+    slice: &dyn Fn(usize) -> &'a [u8],
     msgs: &[OutMsg],
     v6: bool,
 ) -> io::Result<usize> {
     let n = msgs.len().min(arrays.capacity());
+    // The iovecs of the messages sent, in order: at most two per datagram of a
+    // queue, which has at most `capacity` datagrams.
+    let first_iov = msgs.first().map_or(0, |m| m.iov_start);
     for (i, m) in msgs[..n].iter().enumerate() {
+        let iovs = m.iov_start - first_iov..m.iov_start - first_iov + m.iov_count;
         assert!(
-            m.start + m.len <= buf.len(),
-            "send message outside the buffer"
+            iovs.end <= arrays.iovs.len(),
+            "send message outside the iovec arrays"
         );
-        arrays.iovs[i] = libc::iovec {
-            iov_base: buf[m.start..].as_ptr() as *mut libc::c_void,
-            iov_len: m.len,
-        };
+        for (j, iov) in arrays.iovs[iovs.clone()].iter_mut().enumerate() {
+            let bytes = slice(m.iov_start + j);
+            *iov = libc::iovec {
+                iov_base: bytes.as_ptr() as *mut libc::c_void,
+                iov_len: bytes.len(),
+            };
+        }
         let namelen = write_addr(&mut arrays.names[i], &m.dest);
         let hdr = &mut arrays.hdrs[i].msg_hdr;
         hdr.msg_name = (&mut arrays.names[i] as *mut libc::sockaddr_storage).cast();
         hdr.msg_namelen = namelen;
-        hdr.msg_iov = &mut arrays.iovs[i];
-        hdr.msg_iovlen = 1;
+        hdr.msg_iov = &mut arrays.iovs[iovs.start];
+        hdr.msg_iovlen = m.iov_count as _;
         hdr.msg_flags = 0;
         // Zeroed, so that CMSG_NXTHDR reads no stale length.
         arrays.control[i] = [0; CONTROL_WORDS];
@@ -251,8 +263,8 @@ pub(super) fn send(
         return Ok(0);
     }
     // SAFETY: the first n headers point at live iovecs, addresses and control
-    // buffers set up above, and the iovecs at bytes of `buf`, all borrowed for the
-    // duration of the call.
+    // buffers set up above, and the iovecs at slices that live for 'a, beyond the
+    // call.
     let sent = cvt(unsafe { libc::sendmmsg(fd, arrays.hdrs.as_mut_ptr(), n as u32, 0) })?;
     Ok(sent as usize)
 }
