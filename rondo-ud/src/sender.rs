@@ -1,6 +1,8 @@
 //! The sending half of a flow: segmentation, ARCC windows and pacing, capacity
 //! probing, deficit path selection, the packet scheduler, and loss recovery.
 
+mod retx;
+
 use crate::config::{FlowConfig, PathSelection};
 use crate::event::{ConnectionError, Event};
 use crate::mem::rng::Rng;
@@ -12,8 +14,8 @@ use crate::time::{Duration, Instant};
 use crate::transmit::{Priority, Transmit};
 use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, ProbeRepr, Repr};
 use crate::Psn;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use retx::RetxQueue;
+use std::collections::VecDeque;
 
 /// Shortest ARCC update interval, whatever the RTT samples say.
 const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
@@ -34,57 +36,6 @@ struct OutMessage {
     first_psn: u64,
     packets: u64,
     data: Vec<u8>,
-}
-
-/// PSNs waiting for retransmission, smallest first: a min-heap that keeps its
-/// capacity, so that loss episodes allocate nothing in the steady state. The sent
-/// table's `queued` flag is the truth; a PSN acknowledged while queued stays in the
-/// heap and is skipped when it comes up.
-#[derive(Debug)]
-struct RetxQueue {
-    heap: BinaryHeap<Reverse<u64>>,
-    /// Entries still queued.
-    live: usize,
-}
-
-impl RetxQueue {
-    /// Room for `n` queued PSNs before the first growth.
-    fn with_capacity(n: usize) -> RetxQueue {
-        RetxQueue {
-            heap: BinaryHeap::with_capacity(n),
-            live: 0,
-        }
-    }
-
-    /// Queues `psn` (its table entry just became `queued`).
-    fn insert(&mut self, psn: u64) {
-        self.heap.push(Reverse(psn));
-        self.live += 1;
-    }
-
-    /// A queued PSN was acknowledged (its entry is no longer `queued`).
-    fn remove(&mut self) {
-        self.live -= 1;
-    }
-
-    fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    /// The smallest PSN still queued in `table` (whose first entry is PSN `base`).
-    fn pop_first(&mut self, table: &VecDeque<SentPacket>, base: u64) -> Option<u64> {
-        while let Some(Reverse(psn)) = self.heap.pop() {
-            let queued = psn
-                .checked_sub(base)
-                .and_then(|i| table.get(i as usize))
-                .is_some_and(|e| e.queued);
-            if queued {
-                self.live -= 1;
-                return Some(psn);
-            }
-        }
-        None
-    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
