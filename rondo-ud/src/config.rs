@@ -92,6 +92,11 @@ pub struct FlowConfig {
     pub delay_gain: f64,
     /// Flow-level pacing on or off.
     pub pacing: bool,
+    /// Packets the pacer (and the probe clock) may send back to back after falling
+    /// behind: a driver that polls every few microseconds and sends in batches (the
+    /// UDP datapath: 16 to 32) needs the credit, or it sends one packet per poll.
+    /// 1 (the default): no credit, every packet waits for its own pacing slot.
+    pub pacing_burst: u32,
     /// Early recovery: a packet is lost when the receiver has seen a PSN this many
     /// beyond it (and its path's RTT has passed since it was sent).
     pub early_recovery_threshold: u32,
@@ -109,6 +114,12 @@ pub struct FlowConfig {
     pub max_message_len: u64,
     /// Seed of the flow's random choices.
     pub seed: u64,
+    /// Connection token agreed at connect time (random, from the descriptor exchange).
+    /// When set, every datagram the connection emits carries it in a token extension
+    /// (`docs/wire.md`), and the endpoint drops datagrams for this flow whose token is
+    /// missing or different ([`DatagramError::BadToken`](crate::DatagramError::BadToken)).
+    /// `None` (the default): no token is sent and none is checked.
+    pub token: Option<u64>,
 }
 
 impl Default for FlowConfig {
@@ -139,6 +150,7 @@ impl Default for FlowConfig {
             delay_stable_tolerance: Duration::from_us(2),
             delay_gain: 0.125,
             pacing: true,
+            pacing_burst: 1,
             early_recovery_threshold: 4,
             rto_min: Duration::from_us(500),
             retry_limit: 8,
@@ -147,6 +159,7 @@ impl Default for FlowConfig {
             initial_psn: 0,
             max_message_len: 1 << 32,
             seed: 1,
+            token: None,
         }
     }
 }
@@ -198,6 +211,12 @@ impl FlowConfig {
             "mtu",
             self.mtu,
             "data header + 1 to 65535 bytes",
+        )?;
+        check(
+            self.mtu > crate::wire::DATA_HEADER_LEN + crate::wire::token_overhead(self.token),
+            "mtu",
+            self.mtu,
+            "with a token: data header + 12 + 1 bytes or more",
         )?;
         check(
             self.line_rate_bps > 0,
@@ -298,6 +317,7 @@ impl FlowConfig {
         )?;
         check(self.rto_min > Duration::ZERO, "rto_min", "0", "> 0")?;
         check(self.retry_limit > 0, "retry_limit", 0, ">= 1")?;
+        check(self.pacing_burst > 0, "pacing_burst", 0, ">= 1")?;
         check(self.path_down_losses > 0, "path_down_losses", 0, ">= 1")?;
         check(
             self.down_probe_interval > Duration::ZERO,
@@ -309,9 +329,10 @@ impl FlowConfig {
         Ok(())
     }
 
-    /// Payload bytes carried by a full data packet.
+    /// Payload bytes carried by a full data packet (the token extension, when set,
+    /// takes its share of the MTU).
     pub fn payload_per_packet(&self) -> usize {
-        self.mtu - crate::wire::DATA_HEADER_LEN
+        self.mtu - crate::wire::DATA_HEADER_LEN - crate::wire::token_overhead(self.token)
     }
 }
 

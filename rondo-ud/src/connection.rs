@@ -3,8 +3,8 @@
 use crate::config::{ConfigError, FlowConfig};
 use crate::event::{Event, PostError};
 use crate::path::PathState;
-use crate::receiver::{Receiver, SharedBuffer};
-use crate::sender::Sender;
+use crate::receiver::{Payload, Receiver, SharedBuffer};
+use crate::sender::{PayloadAt, Sender};
 use crate::stats::{ReceiverStats, SenderStats};
 use crate::time::Instant;
 use crate::transmit::Transmit;
@@ -22,6 +22,7 @@ pub struct Connection {
     receiver: Receiver,
     events: VecDeque<Event>,
     max_message_len: u64,
+    token: Option<u64>,
 }
 
 impl Connection {
@@ -37,15 +38,26 @@ impl Connection {
             local_flow,
             remote_flow,
             sender: Sender::new(cfg, now),
-            receiver: Receiver::new(rx_flow, cfg.max_message_len),
+            receiver: Receiver::new(
+                rx_flow,
+                cfg.max_message_len,
+                cfg.token,
+                cfg.payload_per_packet(),
+            ),
             events: VecDeque::new(),
             max_message_len: cfg.max_message_len,
+            token: cfg.token,
         })
     }
 
     /// This side's flow id (the `flow` field of datagrams addressed to it).
     pub fn local_flow(&self) -> u32 {
         self.local_flow
+    }
+
+    /// The connection token datagrams for this flow must carry, if any.
+    pub fn token(&self) -> Option<u64> {
+        self.token
     }
 
     /// The peer's flow id.
@@ -86,7 +98,7 @@ impl Connection {
                 rb,
                 &repr.common,
                 d,
-                payload,
+                Payload::Bytes(payload),
                 ce,
                 self.remote_flow,
                 &mut self.events,
@@ -105,6 +117,33 @@ impl Connection {
         }
     }
 
+    /// The expected PSN and the final place of its payload (see
+    /// [`Endpoint::expected_target`](crate::Endpoint::expected_target)).
+    pub(crate) fn in_place_target(&mut self, rb: &SharedBuffer) -> Option<(crate::Psn, &mut [u8])> {
+        self.receiver.in_place_target(rb)
+    }
+
+    pub(crate) fn handle_in_place(
+        &mut self,
+        now: Instant,
+        rb: &mut SharedBuffer,
+        repr: &Repr,
+        ce: bool,
+    ) {
+        match &repr.body {
+            Body::Data(d) => self.receiver.on_data_in_place(
+                now,
+                rb,
+                &repr.common,
+                d,
+                ce,
+                self.remote_flow,
+                &mut self.events,
+            ),
+            _ => self.handle_repr(now, rb, repr, &[], ce),
+        }
+    }
+
     /// Writes the next datagram to send into `buf` (at least `mtu` bytes): feedback
     /// first, then retransmissions, data, probes.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
@@ -116,6 +155,34 @@ impl Connection {
             flow: self.local_flow,
             ..t
         })
+    }
+
+    /// [`Connection::poll_transmit`] that leaves a DATA payload in its message: the
+    /// header is in `buf[..t.len]`, the payload at (message first PSN, offset,
+    /// length), read with [`Connection::payload`].
+    pub(crate) fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadAt>)> {
+        let (t, at) = match self.receiver.poll_feedback(buf) {
+            Some(t) => (t, None),
+            None => self
+                .sender
+                .poll_transmit_split(now, buf, self.remote_flow)?,
+        };
+        Some((
+            Transmit {
+                flow: self.local_flow,
+                ..t
+            },
+            at,
+        ))
+    }
+
+    /// Payload bytes located by [`Connection::poll_transmit_split`].
+    pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {
+        self.sender.payload(first_psn, offset, len)
     }
 
     /// The next time the connection needs `handle_timeout` or `poll_transmit`.
@@ -131,6 +198,11 @@ impl Connection {
     /// Runs the timers that are due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.sender.handle_timeout(now, &mut self.events);
+    }
+
+    /// Replaces the receive placement (see [`Endpoint::set_placement`](crate::Endpoint::set_placement)).
+    pub fn set_placement(&mut self, placement: Box<dyn crate::placement::Placement>) {
+        self.receiver.set_placement(placement);
     }
 
     /// The next application event.

@@ -4,10 +4,11 @@
 use crate::config::{ConfigError, FlowConfig};
 use crate::connection::Connection;
 use crate::event::{Event, PostError};
+use crate::placement::Placement;
 use crate::receiver::SharedBuffer;
 use crate::stats::EndpointStats;
 use crate::time::Instant;
-use crate::transmit::{Host, Transmit};
+use crate::transmit::{Host, PayloadRef, Transmit};
 use crate::wire::{self, WireError};
 use reorder::{BufferConfig, ReorderError};
 use std::collections::HashMap;
@@ -57,6 +58,13 @@ pub enum DatagramError {
     /// No connection has this flow id.
     #[error("no connection with flow id {0}")]
     UnknownFlow(u32),
+    /// The flow has a connection token and the datagram's token is missing or
+    /// different: not from this connection's peer (or from an earlier connection).
+    #[error("datagram for flow {flow} without the connection's token; dropped (check that both sides use the token agreed at connect time)")]
+    BadToken {
+        /// The flow id the datagram claimed.
+        flow: u32,
+    },
 }
 
 /// One host's Rondo endpoint.
@@ -131,6 +139,14 @@ impl Endpoint {
         self.conns[h.0].post(now, msg_id, data)
     }
 
+    /// Replaces the receive placement of a connection (DESIGN.md "Receive
+    /// placement"): every later message is placed through `placement`. Switch it
+    /// between messages; a message being placed when it changes is lost
+    /// (counted as inconsistent).
+    pub fn set_placement(&mut self, h: ConnectionHandle, placement: Box<dyn Placement>) {
+        self.conns[h.0].set_placement(placement);
+    }
+
     /// The next event of a connection.
     pub fn poll_event(&mut self, h: ConnectionHandle) -> Option<Event> {
         self.conns[h.0].poll_event()
@@ -146,8 +162,9 @@ impl Endpoint {
         self.stats
     }
 
-    /// A datagram arrived on `path`. Malformed datagrams and datagrams for unknown
-    /// flows are counted and dropped.
+    /// A datagram arrived on `path`. Malformed datagrams, datagrams for unknown
+    /// flows and datagrams without the flow's connection token are counted and
+    /// dropped.
     pub fn receive(
         &mut self,
         now: Instant,
@@ -163,13 +180,74 @@ impl Endpoint {
                 return Err(e.into());
             }
         };
-        let Some(&i) = self.by_flow.get(&repr.common.flow) else {
-            self.stats.unknown_flow += 1;
-            return Err(DatagramError::UnknownFlow(repr.common.flow));
-        };
+        let i = self.check_flow(&repr, datagram)?;
         let _ = path; // the header's path id is authoritative; the datapath's is advisory
         self.conns[i].handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce);
         Ok(())
+    }
+}
+
+impl Endpoint {
+    /// For a datapath that receives in place (DESIGN.md "Receive placement"): the
+    /// next expected PSN of connection `h` and the final place of its payload, when
+    /// the connection's [`Placement`] has one. Receive the next datagram of the flow
+    /// with its header in a header buffer and its payload in this slice, then hand it
+    /// over with [`Endpoint::receive_in_place`].
+    pub fn expected_target(&mut self, h: ConnectionHandle) -> Option<(crate::Psn, &mut [u8])> {
+        let conn = self.conns.get_mut(h.0)?;
+        conn.in_place_target(&self.buffer)
+    }
+
+    /// A datagram whose header (exactly `header_words * 4` bytes) is `header` and
+    /// whose `payload_len` payload bytes a datapath received at the slice that
+    /// [`Endpoint::expected_target`] returned last for this flow. When it is the
+    /// expected packet its payload is placed without a copy (counted in
+    /// `placed_in_place`); otherwise it is taken out of that slice and handled like
+    /// any datagram. Checks and errors as [`Endpoint::receive`].
+    pub fn receive_in_place(
+        &mut self,
+        now: Instant,
+        path: u16,
+        header: &[u8],
+        payload_len: usize,
+        ecn_ce: bool,
+    ) -> Result<(), DatagramError> {
+        let _ = path; // as in `receive`: the header's path id is authoritative
+        self.stats.datagrams += 1;
+        let repr = match wire::parse_split(header, payload_len) {
+            Ok(r) => r,
+            Err(e) => {
+                self.stats.malformed += 1;
+                return Err(e.into());
+            }
+        };
+        let i = self.check_flow(&repr, header)?;
+        self.conns[i].handle_in_place(now, &mut self.buffer, &repr, ecn_ce);
+        Ok(())
+    }
+
+    /// The connection index of a parsed datagram, after the flow and token checks.
+    fn check_flow(&mut self, repr: &wire::Repr, header: &[u8]) -> Result<usize, DatagramError> {
+        let flow = repr.common.flow;
+        // One connection is the common case: skip the hash.
+        let found = match self.conns.as_slice() {
+            [only] if only.local_flow() == flow => Some(0),
+            _ => self.by_flow.get(&flow).copied(),
+        };
+        let Some(i) = found else {
+            self.stats.unknown_flow += 1;
+            return Err(DatagramError::UnknownFlow(flow));
+        };
+        if let Some(token) = self.conns[i].token() {
+            // parse() checked the extensions: at most one well-formed token.
+            if wire::Packet::new_unchecked(header).token() != Some(token) {
+                self.stats.bad_token += 1;
+                return Err(DatagramError::BadToken {
+                    flow: repr.common.flow,
+                });
+            }
+        }
+        Ok(i)
     }
 }
 
@@ -200,5 +278,34 @@ impl Host for Endpoint {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.conns.iter().filter_map(|c| c.poll_timeout()).min()
+    }
+
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        let n = self.conns.len();
+        for k in 0..n {
+            let i = (self.next_poll + k) % n;
+            if let Some((t, at)) = self.conns[i].poll_transmit_split(now, buf) {
+                self.next_poll = (i + 1) % n;
+                let r = at.map(|(key, offset, len)| PayloadRef {
+                    source: i as u32,
+                    key,
+                    offset,
+                    len,
+                });
+                return Some((t, r));
+            }
+        }
+        None
+    }
+
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        self.conns
+            .get(r.source as usize)
+            .and_then(|c| c.payload(r.key, r.offset, r.len))
+            .unwrap_or(&[])
     }
 }

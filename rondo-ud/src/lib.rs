@@ -7,14 +7,21 @@
 //! engine never reads a clock, opens a socket or spawns a thread: time comes in as
 //! an argument, datagrams as byte slices, and what it wants sent comes out of
 //! `poll_transmit`.
-#![forbid(unsafe_code)]
+//!
+//! Datapaths drive any [`Host`]: [`mem`] (deterministic, in memory, for tests),
+//! `udp` (kernel UDP sockets, Linux; `docs/udp.md`), and the simulator in the `sim`
+//! crate. [`fault`] injects faults around any of them; [`placement`] decides where
+//! received payloads land.
+#![deny(unsafe_code)] // allowed in `udp::sys` only, the kernel calls of the UDP datapath
 
 pub mod config;
 pub mod connection;
 pub mod endpoint;
 pub mod event;
+pub mod fault;
 pub mod mem;
 pub mod path;
+pub mod placement;
 mod receiver;
 pub mod scheduler;
 pub mod select;
@@ -23,6 +30,8 @@ pub mod stats;
 pub mod testbed;
 pub mod time;
 pub mod transmit;
+#[cfg(target_os = "linux")]
+pub mod udp;
 pub mod wire;
 
 pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate};
@@ -34,4 +43,4 @@ pub use receiver::{RxMeta, SharedBuffer};
 pub use reorder::Psn;
 pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};
 pub use time::{Duration, Instant};
-pub use transmit::{Host, Priority, Transmit};
+pub use transmit::{Host, PayloadRef, Priority, Transmit};

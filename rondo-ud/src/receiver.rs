@@ -3,6 +3,7 @@
 //! suppression, message reassembly.
 
 use crate::event::Event;
+use crate::placement::{CopyPlacement, Placement};
 use crate::stats::ReceiverStats;
 use crate::time::Instant;
 use crate::transmit::{Priority, Transmit};
@@ -22,14 +23,24 @@ pub struct RxMeta {
     pub offset: u64,
 }
 
+/// Where a data packet's payload is.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Payload<'a> {
+    /// In the datagram.
+    Bytes(&'a [u8]),
+    /// Already at its final place (received in place by the datapath).
+    InPlace,
+}
+
 /// The shared, NIC-level reorder buffer type of an endpoint.
 pub type SharedBuffer = ReorderBuffer<RxMeta>;
 
+/// The message being placed: which one, and how many bytes are in place.
 #[derive(Debug)]
 struct Assembly {
     msg_id: u64,
     msg_len: u64,
-    data: Vec<u8>,
+    placed: u64,
 }
 
 #[derive(Debug)]
@@ -45,20 +56,33 @@ pub(crate) struct Receiver {
     pub(crate) flow: FlowId,
     max_message_len: u64,
     assembling: Option<Assembly>,
+    placement: Box<dyn Placement>,
+    /// Payload bytes of a full data packet (the size of an in-place target).
+    payload_per_packet: usize,
+    /// A payload received in place for the wrong PSN, on its way to the reorder buffer.
+    scratch: Vec<u8>,
     feedback: VecDeque<PendingFeedback>,
+    /// Connection token written into every feedback datagram.
+    token: Option<u64>,
     pub(crate) stats: ReceiverStats,
 }
 
-/// Largest up-front allocation for a message being reassembled; bigger messages grow.
-const MAX_PREALLOC: u64 = 64 << 20;
-
 impl Receiver {
-    pub(crate) fn new(flow: FlowId, max_message_len: u64) -> Receiver {
+    pub(crate) fn new(
+        flow: FlowId,
+        max_message_len: u64,
+        token: Option<u64>,
+        payload_per_packet: usize,
+    ) -> Receiver {
         Receiver {
+            payload_per_packet,
+            scratch: Vec::new(),
             flow,
             max_message_len,
             assembling: None,
+            placement: Box::new(CopyPlacement::default()),
             feedback: VecDeque::new(),
+            token,
             stats: ReceiverStats::default(),
         }
     }
@@ -145,7 +169,7 @@ impl Receiver {
         rb: &mut SharedBuffer,
         common: &CommonRepr,
         data: &DataRepr,
-        payload: &[u8],
+        payload: Payload<'_>,
         ce: bool,
         remote: u32,
         events: &mut VecDeque<Event>,
@@ -163,7 +187,11 @@ impl Receiver {
             msg_len: data.msg_len,
             offset: data.offset,
         };
-        let arrival = match rb.arrive(self.flow, common.psn, meta, payload) {
+        let bytes = match payload {
+            Payload::Bytes(b) => b,
+            Payload::InPlace => &[], // in order, so the reorder buffer keeps nothing
+        };
+        let arrival = match rb.arrive(self.flow, common.psn, meta, bytes) {
             Ok(a) => a,
             Err(_) => {
                 // Payload larger than a slot: not a packet this flow's peer would send.
@@ -175,11 +203,12 @@ impl Receiver {
         self.stats.rbo.record(arrival.rbo as u64);
         let (nak, duplicate) = match arrival.outcome {
             Outcome::InOrder => {
-                self.place(meta, payload, events);
-                while let Ok(Some(())) =
-                    rb.pop_ready(self.flow, |_, m, bytes| self.place(m, bytes, events))
-                {
-                }
+                self.stats.placed_in_order += 1;
+                self.place(meta, payload, data.payload_len, events);
+                while let Ok(Some(())) = rb.pop_ready(self.flow, |_, m, bytes| {
+                    self.stats.placed_repaired += 1;
+                    self.place(m, Payload::Bytes(bytes), bytes.len(), events)
+                }) {}
                 (None, false)
             }
             Outcome::Buffered => (None, false),
@@ -201,44 +230,126 @@ impl Receiver {
     }
 
     /// In-order placement of one payload into the message being reassembled.
-    fn place(&mut self, meta: RxMeta, payload: &[u8], events: &mut VecDeque<Event>) {
+    fn place(
+        &mut self,
+        meta: RxMeta,
+        payload: Payload<'_>,
+        len: usize,
+        events: &mut VecDeque<Event>,
+    ) {
         if meta.offset == 0 {
             if self.assembling.is_some() {
                 self.stats.inconsistent += 1; // previous message never finished
             }
-            self.assembling = Some(Assembly {
-                msg_id: meta.msg_id,
-                msg_len: meta.msg_len,
-                data: Vec::with_capacity(meta.msg_len.min(MAX_PREALLOC) as usize),
-            });
+            self.assembling = self
+                .placement
+                .begin(meta.msg_id, meta.msg_len)
+                .then_some(Assembly {
+                    msg_id: meta.msg_id,
+                    msg_len: meta.msg_len,
+                    placed: 0,
+                });
         }
         let Some(a) = self.assembling.as_mut() else {
             self.stats.inconsistent += 1;
             return;
         };
-        if a.msg_id != meta.msg_id
-            || a.msg_len != meta.msg_len
-            || a.data.len() as u64 != meta.offset
-        {
+        if a.msg_id != meta.msg_id || a.msg_len != meta.msg_len || a.placed != meta.offset {
             self.stats.inconsistent += 1;
             self.assembling = None;
             return;
         }
-        a.data.extend_from_slice(payload);
-        self.stats.bytes_delivered += payload.len() as u64;
-        if a.data.len() as u64 == a.msg_len {
-            let a = self.assembling.take().expect("checked above");
+        match payload {
+            Payload::Bytes(bytes) => self.placement.place(meta.offset, bytes),
+            Payload::InPlace => {
+                self.stats.placed_in_place += 1;
+                self.placement.commit(meta.offset, len);
+            }
+        }
+        a.placed += len as u64;
+        self.stats.bytes_delivered += len as u64;
+        if a.placed == a.msg_len {
+            let msg_id = a.msg_id;
+            self.assembling = None;
             self.stats.messages_delivered += 1;
             events.push_back(Event::Received {
-                msg_id: a.msg_id,
-                data: a.data,
+                msg_id,
+                data: self.placement.finish(),
             });
         }
     }
 
+    /// The expected PSN and the final place of its payload, when the placement has
+    /// one (a message is being placed and the placement hands out targets).
+    pub(crate) fn in_place_target(&mut self, rb: &SharedBuffer) -> Option<(Psn, &mut [u8])> {
+        let a = self.assembling.as_ref()?;
+        let expected = rb.expected(self.flow).ok()?;
+        let len = (a.msg_len - a.placed).min(self.payload_per_packet as u64) as usize;
+        let offset = a.placed;
+        Some((expected, self.placement.target(offset, len)?))
+    }
+
+    /// A data packet whose payload a datapath received at the target that
+    /// [`Receiver::in_place_target`] gave. When it is the expected packet, nothing is
+    /// copied; otherwise its payload is taken out of the target and handled like any
+    /// arrival (the target's bytes are overwritten later by the right payload).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn on_data_in_place(
+        &mut self,
+        now: Instant,
+        rb: &mut SharedBuffer,
+        common: &CommonRepr,
+        data: &DataRepr,
+        ce: bool,
+        remote: u32,
+        events: &mut VecDeque<Event>,
+    ) {
+        let Some(a) = self.assembling.as_ref() else {
+            self.stats.inconsistent += 1; // no target was handed out
+            return;
+        };
+        let placed = a.placed;
+        let exact = rb.expected(self.flow).ok() == Some(common.psn)
+            && a.msg_id == data.msg_id
+            && a.msg_len == data.msg_len
+            && placed == data.offset;
+        if exact {
+            self.on_data(now, rb, common, data, Payload::InPlace, ce, remote, events);
+            return;
+        }
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        match self.placement.target(placed, data.payload_len) {
+            Some(bytes) => scratch.extend_from_slice(bytes),
+            None => {
+                self.stats.inconsistent += 1;
+                self.scratch = scratch;
+                return;
+            }
+        }
+        self.on_data(
+            now,
+            rb,
+            common,
+            data,
+            Payload::Bytes(&scratch),
+            ce,
+            remote,
+            events,
+        );
+        self.scratch = scratch;
+    }
+
+    pub(crate) fn set_placement(&mut self, placement: Box<dyn Placement>) {
+        if self.assembling.take().is_some() {
+            self.stats.inconsistent += 1;
+        }
+        self.placement = placement;
+    }
+
     pub(crate) fn poll_feedback(&mut self, buf: &mut [u8]) -> Option<Transmit> {
         let f = self.feedback.pop_front()?;
-        let len = f.repr.emit(buf).ok()?;
+        let len = f.repr.emit_with_token(buf, self.token).ok()?;
         Some(Transmit {
             path: f.path,
             priority: Priority::Control,

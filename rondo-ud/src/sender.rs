@@ -1,6 +1,8 @@
 //! The sending half of a flow: segmentation, ARCC windows and pacing, capacity
 //! probing, deficit path selection, the packet scheduler, and loss recovery.
 
+mod retx;
+
 use crate::config::{FlowConfig, PathSelection};
 use crate::event::{ConnectionError, Event};
 use crate::mem::rng::Rng;
@@ -12,7 +14,8 @@ use crate::time::{Duration, Instant};
 use crate::transmit::{Priority, Transmit};
 use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, ProbeRepr, Repr};
 use crate::Psn;
-use std::collections::{BTreeSet, VecDeque};
+use retx::RetxQueue;
+use std::collections::VecDeque;
 
 /// Shortest ARCC update interval, whatever the RTT samples say.
 const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
@@ -23,6 +26,9 @@ fn update_interval(cfg: &FlowConfig, base_rtt: Duration) -> Duration {
         .mul_f64(cfg.update_interval_rtts)
         .max(MIN_UPDATE_INTERVAL)
 }
+
+/// Where a DATA payload lies in the sender: (message first PSN, offset, length).
+pub(crate) type PayloadAt = (u64, u64, u32);
 
 #[derive(Debug)]
 struct OutMessage {
@@ -53,11 +59,21 @@ pub(crate) struct Sender {
     /// State of PSNs `[base, base + table.len())`.
     table: VecDeque<SentPacket>,
     base: u64,
+    /// No table entry below this PSN is a loss candidate (in flight, not acked):
+    /// where `detect_losses` starts. Every transmission lowers it to its PSN.
+    loss_scan: u64,
+    /// `poll_transmit_split` in progress: DATA payloads are not copied but located.
+    split: bool,
+    /// Where the payload of the last DATA packet emitted in split mode lies:
+    /// (message first PSN, offset, length).
+    split_out: Option<PayloadAt>,
+    /// Scratch: each path's ACK deadline during `detect_losses`.
+    deadlines: Vec<Duration>,
     /// Lowest PSN not known to be delivered.
     una: u64,
     next_psn: u64,
     unsent: UnsentSet,
-    retx: BTreeSet<u64>,
+    retx: RetxQueue,
     highest_seen: u64,
     pace_next: Instant,
     line_next: Instant,
@@ -107,10 +123,14 @@ impl Sender {
             messages: VecDeque::new(),
             table: VecDeque::new(),
             base: start,
+            loss_scan: start,
+            split: false,
+            split_out: None,
+            deadlines: Vec::with_capacity(usize::from(cfg.paths)),
             una: start,
             next_psn: start,
             unsent: UnsentSet::new(start),
-            retx: BTreeSet::new(),
+            retx: RetxQueue::with_capacity(1024),
             highest_seen: start,
             pace_next: now,
             line_next: now,
@@ -270,7 +290,7 @@ impl Sender {
         buf: &mut [u8],
         remote_flow: u32,
     ) -> Option<Transmit> {
-        let (psn, retx) = match self.retx.pop_first() {
+        let (psn, retx) = match self.retx.pop_first(&self.table, self.base) {
             Some(psn) => (psn, true),
             None => {
                 let k = if !self.scheduler_on {
@@ -288,6 +308,7 @@ impl Sender {
             }
         };
         let idx = (psn - self.base) as usize;
+        self.loss_scan = self.loss_scan.min(psn);
         if !retx {
             self.unsent.mark_sent(psn);
             while self.table.len() <= idx {
@@ -319,9 +340,15 @@ impl Sender {
                 payload_len: len,
             }),
         };
-        let hdr = repr.emit(buf).ok()?;
-        buf[hdr..hdr + len].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
+        let hdr = repr.emit_with_token(buf, self.cfg.token).ok()?;
         let total = hdr + len;
+        let written = if self.split {
+            self.split_out = Some((msg.first_psn, offset, len as u32));
+            hdr
+        } else {
+            buf[hdr..total].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
+            total
+        };
 
         let entry = &mut self.table[idx];
         entry.queued = false;
@@ -342,19 +369,50 @@ impl Sender {
         let rate = self.pacing_rate();
         if rate > 0.0 {
             let gap = Duration::from_us_f64(total as f64 / self.cfg.mtu as f64 / rate);
-            self.pace_next = self.pace_next.max(now) + gap;
+            self.pace_next = self.pace_next.max(self.burst_floor(now, gap)) + gap;
         }
-        self.line_next =
-            self.line_next.max(now) + Duration::serialisation(total as u64, self.cfg.line_rate_bps);
+        let wire = Duration::serialisation(total as u64, self.cfg.line_rate_bps);
+        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
         if self.last_progress < now && self.in_flight_count() == 1 {
             self.last_progress = now; // the RTO runs from the first packet of a busy period
         }
         Some(Transmit {
             path: path as u16,
             priority: Priority::Data,
-            len: total,
+            len: written,
             flow: 0,
         })
+    }
+
+    /// [`Sender::poll_transmit`] that leaves a DATA payload in its message and says
+    /// where: (message first PSN, offset, length).
+    pub(crate) fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        remote_flow: u32,
+    ) -> Option<(Transmit, Option<PayloadAt>)> {
+        self.split = true;
+        self.split_out = None;
+        let t = self.poll_transmit(now, buf, remote_flow);
+        self.split = false;
+        t.map(|t| (t, self.split_out.take()))
+    }
+
+    /// The payload bytes `offset..offset + len` of the message whose first PSN is
+    /// `first_psn`, while it is not fully acknowledged.
+    pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {
+        let i = self.messages.partition_point(|m| m.first_psn < first_psn);
+        let m = self.messages.get(i).filter(|m| m.first_psn == first_psn)?;
+        let start = usize::try_from(offset).ok()?;
+        m.data.get(start..start.checked_add(len as usize)?)
+    }
+
+    /// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`
+    /// (exactly `now` without burst credit).
+    fn burst_floor(&self, now: Instant, gap: Duration) -> Instant {
+        let credit = gap.saturating_mul(u64::from(self.cfg.pacing_burst - 1));
+        Instant::from_ps(now.as_ps().saturating_sub(credit.as_ps()))
     }
 
     /// The skip of a transmission on `path` now, from the other paths' phases.
@@ -383,7 +441,9 @@ impl Sender {
         buf: &mut [u8],
         remote_flow: u32,
     ) -> Option<Transmit> {
-        let pad = self.cfg.mtu - crate::wire::PROBE_HEADER_LEN;
+        let pad = self.cfg.mtu
+            - crate::wire::PROBE_HEADER_LEN
+            - crate::wire::token_overhead(self.cfg.token);
         let repr = Repr {
             common: CommonRepr {
                 flow: remote_flow,
@@ -395,12 +455,12 @@ impl Sender {
             body: Body::Probe(ProbeRepr { pad_len: pad }),
         };
         self.probe_seq = self.probe_seq.wrapping_add(1);
-        let len = repr.buffer_len();
-        repr.emit(buf).ok()?;
+        let len = repr.buffer_len_with_token(self.cfg.token);
+        repr.emit_with_token(buf, self.cfg.token).ok()?;
         self.paths[path].counters.probes_sent += 1;
         self.stats.probes_sent += 1;
-        self.line_next =
-            self.line_next.max(now) + Duration::serialisation(len as u64, self.cfg.line_rate_bps);
+        let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
+        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
         Some(Transmit {
             path: path as u16,
             priority: Priority::Probe,
@@ -574,7 +634,7 @@ impl Sender {
         e.acked = true;
         if e.queued {
             e.queued = false;
-            self.retx.remove(&psn);
+            self.retx.remove();
         }
         self.stats.packets_acked += 1;
         true
@@ -677,7 +737,38 @@ impl Sender {
             return;
         }
         let limit = ((self.highest_seen - thr - self.base) as usize).min(self.table.len());
-        for i in 0..limit {
+        // Entries below the first candidate stay non-candidates until sent again
+        // (which lowers `loss_scan`): skip them for good.
+        let mut first = self.loss_scan.saturating_sub(self.base) as usize;
+        while first < limit && (!self.table[first].in_flight || self.table[first].acked) {
+            first += 1;
+        }
+        self.loss_scan = self.base + first as u64;
+        // A read-only pass first (the common case: nothing is due), with each path's
+        // deadline computed once; only when something is due does the loop below
+        // run, declaring losses (which can change later entries) as it goes.
+        let fallback = self.cfg.initial_rtt;
+        self.deadlines.clear();
+        self.deadlines
+            .extend(self.paths.iter().map(|p| p.ack_deadline(fallback)));
+        let mut next_due: Option<Instant> = None;
+        let mut any_due = false;
+        for e in self.table.range(first..limit) {
+            if !e.in_flight || e.acked {
+                continue;
+            }
+            let due = e.sent_at + self.deadlines[e.path as usize];
+            if due <= now {
+                any_due = true;
+                break;
+            }
+            next_due = Some(next_due.map_or(due, |t| t.min(due)));
+        }
+        if !any_due {
+            self.loss_timer = next_due;
+            return;
+        }
+        for i in first..limit {
             let e = self.table[i];
             if !e.in_flight || e.acked {
                 continue;

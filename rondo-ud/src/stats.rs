@@ -153,6 +153,14 @@ pub struct ReceiverStats {
     pub probes: u64,
     /// Arrivals marked Congestion Experienced.
     pub ce_marked: u64,
+    /// Data packets placed straight from the datagram because they arrived in PSN
+    /// order (the zero-copy candidates of DESIGN.md "Receive placement").
+    pub placed_in_order: u64,
+    /// Of those, packets a datapath had already received at their final place.
+    pub placed_in_place: u64,
+    /// Data packets that arrived out of order and were placed later from the
+    /// reorder buffer ("repaired").
+    pub placed_repaired: u64,
 }
 
 /// Endpoint-wide counters of datagrams that could not be used.
@@ -164,6 +172,8 @@ pub struct EndpointStats {
     pub unknown_flow: u64,
     /// Datagrams received.
     pub datagrams: u64,
+    /// Datagrams for a flow with a connection token whose token was missing or wrong.
+    pub bad_token: u64,
 }
 
 #[cfg(test)]

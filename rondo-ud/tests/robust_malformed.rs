@@ -138,7 +138,8 @@ fn expect_malformed(datagram: &[u8], expected: WireError) {
         EndpointStats {
             malformed: 1,
             unknown_flow: 0,
-            datagrams: 1
+            datagrams: 1,
+            bad_token: 0,
         }
     );
     assert_eq!(ep.connection(h).receiver_stats().data_packets, 0);
@@ -383,7 +384,8 @@ fn data_for_unknown_flow_id() {
         EndpointStats {
             malformed: 0,
             unknown_flow: 1,
-            datagrams: 1
+            datagrams: 1,
+            bad_token: 0,
         }
     );
     assert_eq!(ep.connection(h).receiver_stats().data_packets, 0);

@@ -69,6 +69,13 @@ pub enum WireError {
     /// this receiver does not know it.
     #[error("unknown must-understand header extension type {0:#04x}; upgrade the receiver")]
     UnknownCriticalExtension(u8),
+    /// A connection-token extension whose value is not 8 bytes, or a second token
+    /// extension in the same header.
+    #[error("bad connection-token extension at byte {at}: a header carries at most one token of exactly 8 bytes")]
+    BadTokenExtension {
+        /// Offset in the datagram of the extension's type byte.
+        at: usize,
+    },
     /// A header extension runs past the end of the header (`header_words * 4`).
     #[error("header extension at byte {at} runs past the end of the header")]
     MalformedExtension {

@@ -32,7 +32,10 @@ mod repr;
 mod tests;
 
 pub use error::WireError;
-pub use extension::{Extension, Extensions, EXT_CRITICAL, EXT_PAD};
+pub use extension::{
+    token_overhead, Extension, Extensions, EXT_CRITICAL, EXT_PAD, EXT_TOKEN, TOKEN_EXT_LEN,
+    TOKEN_LEN,
+};
 pub use flags::Flags;
 pub use packet::{Packet, PacketType, FEEDBACK_DUPLICATE, FEEDBACK_OF_PROBE};
 pub use repr::{Body, CommonRepr, DataRepr, FeedbackRepr, NakReason, ProbeRepr, Repr};
@@ -47,6 +50,22 @@ pub const DATA_HEADER_LEN: usize = 48;
 pub const PROBE_HEADER_LEN: usize = 24;
 /// Fixed header length of an ACK or NAK.
 pub const FEEDBACK_HEADER_LEN: usize = 56;
+
+/// Checks and parses a datagram whose header is `header` (exactly `header_words *
+/// 4` bytes) and whose `payload_len` payload bytes were received elsewhere. Never
+/// panics.
+pub fn parse_split(header: &[u8], payload_len: usize) -> Result<Repr, WireError> {
+    let packet = Packet::new_unchecked(header);
+    packet.check_len()?;
+    if packet.header_len() != header.len() {
+        return Err(WireError::BadHeaderLength {
+            words: packet.header_words(),
+            min: header.len(),
+            available: header.len(),
+        });
+    }
+    Repr::parse_with_payload(&packet, payload_len)
+}
 
 /// Checks and parses a whole datagram: the [`Repr`] and the payload (empty for all
 /// but DATA). Never panics.

@@ -302,6 +302,20 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
 }
 
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// The connection token, from the first well-formed [`EXT_TOKEN`](super::EXT_TOKEN)
+    /// extension (8 value bytes), or `None` when the header has none.
+    /// [`Repr::parse`](super::Repr::parse) rejects headers with a malformed or second
+    /// token, so after a successful parse this is the one token.
+    pub fn token(&self) -> Option<u64> {
+        self.extensions().find_map(|e| {
+            let e = e.ok()?;
+            let value: [u8; super::TOKEN_LEN] = e.value.try_into().ok()?;
+            (e.kind == super::EXT_TOKEN).then(|| u64::from_be_bytes(value))
+        })
+    }
+}
+
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets `version`.
     pub fn set_version(&mut self, version: u8) {

@@ -2,6 +2,7 @@
 
 use crate::Psn;
 
+use super::extension::{emit_token, token_overhead, EXT_TOKEN, TOKEN_LEN};
 use super::packet::{FEEDBACK_DUPLICATE, FEEDBACK_OF_PROBE};
 use super::{Flags, Packet, PacketType, WireError, VERSION};
 
@@ -158,13 +159,32 @@ impl Repr {
     /// Parses and checks every rule of the format (see [`WireError`] for the list).
     /// Works on unchecked packets too; never panics.
     pub fn parse<T: AsRef<[u8]>>(packet: &Packet<T>) -> Result<Repr, WireError> {
+        Repr::parse_with_payload(packet, 0)
+    }
+
+    /// [`Repr::parse`] for a packet whose payload lies elsewhere: `packet` holds the
+    /// header (and possibly the start of the payload) and `elsewhere` more payload
+    /// bytes follow in another buffer (a datapath that received the payload in
+    /// place, DESIGN.md "Receive placement").
+    pub fn parse_with_payload<T: AsRef<[u8]>>(
+        packet: &Packet<T>,
+        elsewhere: usize,
+    ) -> Result<Repr, WireError> {
         packet.check_len()?;
         let packet_type = packet.packet_type()?;
         let flags = packet.flags()?;
-        for extension in packet.extensions() {
+        let mut extensions = packet.extensions();
+        let mut token_seen = false;
+        while let Some(extension) = extensions.next() {
             let extension = extension?;
-            // Version 1 understands no extension type.
-            if extension.is_critical() {
+            if extension.kind == EXT_TOKEN {
+                if token_seen || extension.value.len() != TOKEN_LEN {
+                    let at = extensions.last_offset();
+                    return Err(WireError::BadTokenExtension { at });
+                }
+                token_seen = true;
+            } else if extension.is_critical() {
+                // The token is the only extension version 1 understands.
                 return Err(WireError::UnknownCriticalExtension(extension.kind));
             }
         }
@@ -176,7 +196,7 @@ impl Repr {
             timestamp_ns: packet.timestamp_ns(),
         };
         // check_len: header_len <= buffer length.
-        let after_header = packet.as_bytes().len() - packet.header_len();
+        let after_header = packet.as_bytes().len() - packet.header_len() + elsewhere;
         let body = match packet_type {
             PacketType::Data => {
                 let data = DataRepr {
@@ -234,10 +254,20 @@ impl Repr {
         }
     }
 
-    /// Bytes before the payload. Version 1 emits no extensions, so this is the
+    /// Bytes before the payload as [`Repr::emit`] writes it (no extensions): the
     /// type's fixed header length.
     pub const fn header_len(&self) -> usize {
         self.packet_type().fixed_header_len()
+    }
+
+    /// Bytes before the payload as [`Repr::emit_with_token`] writes it with `token`.
+    pub const fn header_len_with_token(&self, token: Option<u64>) -> usize {
+        self.header_len() + token_overhead(token)
+    }
+
+    /// Bytes of the whole datagram [`Repr::emit_with_token`] writes with `token`.
+    pub const fn buffer_len_with_token(&self, token: Option<u64>) -> usize {
+        self.buffer_len().saturating_add(token_overhead(token))
     }
 
     /// Bytes of the whole datagram: header plus DATA payload or PROBE padding.
@@ -261,7 +291,18 @@ impl Repr {
     /// `buffer_len()`; for DATA, [`WireError::EmptyPayload`] or
     /// [`WireError::InconsistentMessage`] when the payload does not fit the message.
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize, WireError> {
-        let needed = self.buffer_len();
+        self.emit_with_token(buf, None)
+    }
+
+    /// [`Repr::emit`], with the connection token extension ([`EXT_TOKEN`]) after the
+    /// fixed header when `token` is set. Returns `header_len_with_token(token)`; the
+    /// DATA payload (or PROBE padding) follows it and the datagram is
+    /// `buf[..buffer_len_with_token(token)]`.
+    ///
+    /// Errors: as [`Repr::emit`], with `buffer_len_with_token(token)` as the needed
+    /// length.
+    pub fn emit_with_token(&self, buf: &mut [u8], token: Option<u64>) -> Result<usize, WireError> {
+        let needed = self.buffer_len_with_token(token);
         let got = buf.len();
         if got < needed {
             return Err(WireError::BufferTooSmall { needed, got });
@@ -273,12 +314,13 @@ impl Repr {
                 .with_if(Flags::FIRST, data.is_first())
                 .with_if(Flags::LAST, data.is_last());
         }
-        let header_len = self.header_len();
+        let fixed_len = self.header_len();
+        let header_len = self.header_len_with_token(token);
         let mut packet = Packet::new_unchecked(&mut buf[..needed]);
         packet.set_version(VERSION);
         packet.set_packet_type(self.packet_type());
         packet.set_flags(flags);
-        // Fixed header lengths are multiples of 4, at most 56 bytes.
+        // Fixed header and token lengths are multiples of 4, at most 68 bytes in all.
         packet.set_header_words((header_len / 4) as u8);
         packet.set_path(self.common.path);
         packet.set_reserved(0);
@@ -294,6 +336,9 @@ impl Repr {
             Body::Probe(_) => packet.payload_mut().fill(0),
             Body::Ack(feedback) => emit_feedback(&mut packet, &feedback, 0),
             Body::Nak(feedback, reason) => emit_feedback(&mut packet, &feedback, reason as u8),
+        }
+        if let Some(token) = token {
+            emit_token(&mut buf[fixed_len..header_len], token);
         }
         Ok(header_len)
     }

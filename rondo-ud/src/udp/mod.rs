@@ -1,0 +1,550 @@
+//! The UDP datapath (Linux): one UDP socket per path, batched with
+//! `sendmmsg` / `recvmmsg`, UDP GSO and GRO where the kernel has them, DSCP per
+//! priority class and ECN read back. It drives any [`Host`] (an
+//! [`Endpoint`](crate::Endpoint) in practice); `docs/udp.md` has the details and the
+//! network-namespace setup.
+//!
+//! ```no_run
+//! use rondo_ud::udp::{self, Clock, UdpConfig, UdpDatapath};
+//! use rondo_ud::{Endpoint, EndpointConfig};
+//! use std::time::Duration;
+//!
+//! let mut dp = UdpDatapath::bind(UdpConfig { base_port: 0, ..UdpConfig::default() })?;
+//! let my_addrs = dp.local_addrs().to_vec(); // goes into the endpoint descriptor
+//! # let peer_addrs = my_addrs.clone();
+//! let clock = Clock::new();
+//! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+//! ep.connect(clock.now(), 1, 2, &udp::flow_config(4)).unwrap();
+//! dp.add_peer(1, peer_addrs)?; // path i of flow 1 goes to the peer's socket i
+//! loop {
+//!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
+//!     # break;
+//! }
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+mod batch;
+mod config;
+mod raw;
+mod recv;
+mod sys;
+
+pub use config::{flow_config, Clock, PollOutcome, UdpConfig, UdpStats, DEFAULT_PORT};
+pub use raw::RawCount;
+
+use config::CE;
+
+use crate::time::Instant;
+use crate::transmit::{Host, PayloadRef, Priority};
+use batch::TxQueue;
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+use sys::{InMsg, MsgArrays};
+
+/// Largest UDP payload in one received buffer when GRO coalesces datagrams.
+const GRO_SLOT: usize = 65_536;
+
+/// One UDP socket per path, batched I/O, and a driver loop for a [`Host`].
+#[derive(Debug)]
+pub struct UdpDatapath {
+    cfg: UdpConfig,
+    sockets: Vec<UdpSocket>,
+    local: Vec<SocketAddr>,
+    v6: bool,
+    gso: bool,
+    gro: bool,
+    tos_readback: bool,
+    /// Peer addresses per local flow, sorted by flow (binary search, no hashing
+    /// per datagram).
+    peers: Vec<(u32, Vec<SocketAddr>)>,
+    tx: Vec<TxQueue>,
+    /// Where raw mode builds datagrams.
+    scratch: Vec<u8>,
+    /// Path of the last transmit, and for each path the one that followed it last:
+    /// the guess of which path queue the host writes the next datagram into.
+    last_path: usize,
+    next_after: Vec<usize>,
+    /// Receive buffers: `rx_per_path` slots of `rx_slot` bytes for each path.
+    rx_buf: Vec<u8>,
+    rx_slot: usize,
+    rx_per_path: usize,
+    /// What each slot received (same layout as `rx_buf`).
+    rx_msgs: Vec<InMsg>,
+    /// Messages received per path in the current round.
+    rx_got: Vec<usize>,
+    arrays: MsgArrays,
+    out_msgs: Vec<sys::OutMsg>,
+    pollfds: Vec<libc::pollfd>,
+    stats: UdpStats,
+}
+
+impl UdpDatapath {
+    /// Binds one socket per path and sets their options. GSO, GRO and TOS
+    /// read-back are switched on where the kernel accepts them (see
+    /// [`UdpDatapath::gso`], [`UdpDatapath::gro`], [`UdpDatapath::tos_readback`]).
+    pub fn bind(cfg: UdpConfig) -> io::Result<UdpDatapath> {
+        cfg.validate()?;
+        let v6 = cfg.local_ip.is_ipv6();
+        let mut sockets = Vec::with_capacity(usize::from(cfg.paths));
+        for i in 0..cfg.paths {
+            let port = if cfg.base_port == 0 {
+                0
+            } else {
+                cfg.base_port + i
+            };
+            sockets.push(UdpSocket::bind((cfg.local_ip, port))?);
+        }
+        let local = sockets
+            .iter()
+            .map(UdpSocket::local_addr)
+            .collect::<io::Result<Vec<_>>>()?;
+        let (ip_level, tos_opt, recv_tos_opt) = if v6 {
+            (libc::IPPROTO_IPV6, libc::IPV6_TCLASS, libc::IPV6_RECVTCLASS)
+        } else {
+            (libc::IPPROTO_IP, libc::IP_TOS, libc::IP_RECVTOS)
+        };
+        let mut gso = cfg.gso;
+        let mut gro = cfg.gro;
+        let mut tos_readback = true;
+        for s in &sockets {
+            let fd = s.as_raw_fd();
+            let size = cfg.socket_buffer.min(i32::MAX as usize) as i32;
+            // Best effort: the *FORCE options pass net.core.{w,r}mem_max with
+            // CAP_NET_ADMIN; without it the kernel caps the plain ones there.
+            for (force, plain) in [
+                (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+                (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            ] {
+                if sys::set_int(fd, libc::SOL_SOCKET, force, size).is_err() {
+                    let _ = sys::set_int(fd, libc::SOL_SOCKET, plain, size);
+                }
+            }
+            sys::set_int(fd, ip_level, tos_opt, i32::from(cfg.tos(Priority::Data)))?;
+            tos_readback &= sys::set_int(fd, ip_level, recv_tos_opt, 1).is_ok();
+            gso &= sys::get_int(fd, libc::SOL_UDP, libc::UDP_SEGMENT).is_ok();
+            if gro {
+                gro = sys::set_int(fd, libc::SOL_UDP, libc::UDP_GRO, 1).is_ok();
+            }
+        }
+        if !gro {
+            for s in &sockets {
+                // Some sockets may have accepted it before one refused.
+                let _ = sys::set_int(s.as_raw_fd(), libc::SOL_UDP, libc::UDP_GRO, 0);
+            }
+        }
+        let batch = cfg.batch;
+        let rx_slot = if gro { GRO_SLOT } else { cfg.max_datagram };
+        let paths = usize::from(cfg.paths);
+        // The batch is shared out among the paths (at least two slots each), so
+        // that memory does not grow with the path count times the batch.
+        let rx_per_path = (batch / paths).max(2);
+        let pollfds = sockets.iter().map(|s| sys::pollfd(s.as_raw_fd())).collect();
+        Ok(UdpDatapath {
+            tx: (0..cfg.paths)
+                .map(|_| TxQueue::new(batch, cfg.max_datagram))
+                .collect(),
+            scratch: vec![0; cfg.max_datagram],
+            last_path: 0,
+            next_after: (1..=paths).map(|p| p % paths).collect(),
+            rx_buf: vec![0; paths * rx_per_path * rx_slot],
+            rx_slot,
+            rx_per_path,
+            rx_msgs: vec![InMsg::default(); paths * rx_per_path],
+            rx_got: vec![0; paths],
+            arrays: MsgArrays::new(batch),
+            out_msgs: Vec::with_capacity(batch),
+            pollfds,
+            stats: UdpStats::default(),
+            peers: Vec::new(),
+            sockets,
+            local,
+            v6,
+            gso,
+            gro,
+            tos_readback,
+            cfg,
+        })
+    }
+
+    /// The address of each path's socket, path 0 first (for the endpoint descriptor).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.local
+    }
+
+    /// The configuration it was bound with.
+    pub fn config(&self) -> &UdpConfig {
+        &self.cfg
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> UdpStats {
+        self.stats
+    }
+
+    /// True when sends use UDP GSO (the kernel has it, it was asked for, and it has
+    /// not failed at run time).
+    pub fn gso(&self) -> bool {
+        self.gso
+    }
+
+    /// True when receives use UDP GRO.
+    pub fn gro(&self) -> bool {
+        self.gro
+    }
+
+    /// True when the kernel reports each datagram's TOS byte (ECN read-back).
+    pub fn tos_readback(&self) -> bool {
+        self.tos_readback
+    }
+
+    /// Routes the transmits of local flow `local_flow`: path i goes to `addrs[i]`,
+    /// the peer's socket i. Replaces an earlier route of the same flow.
+    ///
+    /// Errors (`InvalidInput`): `addrs` does not have one address per path, or an
+    /// address of another family than the local sockets.
+    pub fn add_peer(&mut self, local_flow: u32, addrs: Vec<SocketAddr>) -> io::Result<()> {
+        if addrs.len() != self.sockets.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "peer of flow {local_flow} has {} addresses, this datapath has {} paths: exchange one address per path",
+                    addrs.len(),
+                    self.sockets.len()
+                ),
+            ));
+        }
+        if addrs.iter().any(|a| a.is_ipv6() != self.v6) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "peer address family differs from the local sockets': bind local_ip in the peer's family",
+            ));
+        }
+        match self.peers.binary_search_by_key(&local_flow, |p| p.0) {
+            Ok(i) => self.peers[i].1 = addrs,
+            Err(i) => self.peers.insert(i, (local_flow, addrs)),
+        }
+        Ok(())
+    }
+
+    /// Waits up to `max_wait` for datagrams and hands each one that is waiting to
+    /// `deliver(path, datagram, tos)` (`tos`: the TOS / traffic-class byte, when the
+    /// kernel reports it), without a host: for custom drivers and diagnostics.
+    /// Returns the datagrams delivered.
+    pub fn receive_with(
+        &mut self,
+        max_wait: Duration,
+        deliver: impl FnMut(u16, &[u8], Option<u8>),
+    ) -> io::Result<usize> {
+        if sys::wait_readable(&mut self.pollfds, max_wait)? == 0 {
+            return Ok(0);
+        }
+        self.receive(deliver)
+    }
+
+    /// Forgets the route of `local_flow`; returns whether it had one.
+    pub fn remove_peer(&mut self, local_flow: u32) -> bool {
+        match self.peers.binary_search_by_key(&local_flow, |p| p.0) {
+            Ok(i) => {
+                self.peers.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// One round of the driver loop: runs the host's due timers, sends what it has
+    /// (in batches), waits up to `max_wait` (less when the host's next timer is
+    /// sooner; not at all when it sent something) for datagrams, hands every
+    /// datagram that arrived to the host, and runs timers and sends once more.
+    ///
+    /// Errors: a failing `ppoll` or `recvmmsg` (not "would block"). Send failures
+    /// are counted in [`UdpStats`] and their datagrams dropped, as a network would.
+    pub fn poll<H: Host>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        max_wait: Duration,
+    ) -> io::Result<PollOutcome> {
+        let mut out = PollOutcome::default();
+        let now = clock.now();
+        run_timers(host, now);
+        out.sent += self.flush(host, now);
+        let mut wait = match host.poll_timeout() {
+            Some(t) => clock.until(t).min(max_wait),
+            None => max_wait,
+        };
+        if out.sent > 0 || wait < self.cfg.spin {
+            wait = Duration::ZERO;
+        }
+        // One ppoll says which sockets have datagrams (cheaper than a recvmmsg that
+        // finds nothing on each of them).
+        if sys::wait_readable(&mut self.pollfds, wait)? > 0 {
+            // One arrival time for what one poll receives: it arrived together.
+            let rx_now = clock.now();
+            out.received += self.receive(|path, data, tos| {
+                host.handle_datagram(rx_now, path, data, is_ce(tos));
+            })?;
+        }
+        let now = clock.now();
+        run_timers(host, now);
+        out.sent += self.flush(host, now);
+        Ok(out)
+    }
+
+    /// Polls the host for transmits at `now` and sends them, at most one batch per
+    /// path before returning (so that receiving is not starved).
+    fn flush<H: Host>(&mut self, host: &mut H, now: Instant) -> usize {
+        let limit = self.cfg.batch * self.sockets.len();
+        let max = self.cfg.max_datagram;
+        let mut n = 0;
+        while n < limit {
+            // The host writes straight into the tail of the queue of the path it will
+            // most likely pick (the one that followed the last path last time); a
+            // wrong guess costs one copy.
+            let guess = self.next_after[self.last_path];
+            if !self.tx[guess].has_room(max) {
+                self.send_path(guess, &*host);
+            }
+            let Some((t, payload)) = host.poll_transmit_split(now, self.tx[guess].tail_mut(max))
+            else {
+                break;
+            };
+            n += 1;
+            let path = usize::from(t.path);
+            let dest = self.route(t.flow, path);
+            let whole = t.len + payload.map_or(0, |p| p.len as usize);
+            let (Some(dest), true) = (dest, whole <= max) else {
+                self.stats.unroutable += 1;
+                continue;
+            };
+            self.next_after[self.last_path] = path;
+            self.last_path = path;
+            let tos = self.cfg.tos(t.priority);
+            let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
+            if path == guess {
+                self.tx[path].commit_tail(dest, tos, t.len, payload);
+                continue;
+            }
+            if !self.tx[path].has_room(t.len) {
+                self.send_path(path, &*host);
+            }
+            let (from, to) = if guess < path {
+                let (a, b) = self.tx.split_at_mut(path);
+                (&a[guess], &mut b[0])
+            } else {
+                let (a, b) = self.tx.split_at_mut(guess);
+                (&b[0], &mut a[path])
+            };
+            to.tail_mut(t.len).copy_from_slice(from.tail(t.len));
+            to.commit_tail(dest, tos, t.len, payload);
+        }
+        for path in 0..self.tx.len() {
+            self.send_path(path, &*host);
+        }
+        n
+    }
+
+    /// The destination of a transmit of `flow` on `path`: the flow's peer, or the
+    /// only peer when the flow has none.
+    fn route(&self, flow: u32, path: usize) -> Option<SocketAddr> {
+        let addrs = match self.peers.as_slice() {
+            [(_, only)] => only, // the flow's own, or the only peer
+            peers => {
+                &peers
+                    .binary_search_by_key(&flow, |p| p.0)
+                    .ok()
+                    .map(|i| &peers[i])?
+                    .1
+            }
+        };
+        addrs.get(path).copied()
+    }
+
+    /// Sends everything queued on `path`; payloads that stayed in the host are
+    /// read from `host`.
+    fn send_path<H: Host>(&mut self, path: usize, host: &H) {
+        if self.tx[path].is_empty() {
+            return;
+        }
+        let fd = self.sockets[path].as_raw_fd();
+        send_queue(
+            fd,
+            &self.tx[path],
+            &|r| host.payload(r),
+            &mut self.arrays,
+            &mut self.out_msgs,
+            &mut self.gso,
+            self.v6,
+            &mut self.stats,
+        );
+        self.tx[path].clear();
+    }
+}
+
+/// True for the CE codepoint in a reported TOS byte.
+fn is_ce(tos: Option<u8>) -> bool {
+    tos.is_some_and(|t| t & CE == CE)
+}
+
+/// Sets the TOS byte (DSCP and ECN bits; the traffic class for IPv6) of every
+/// datagram `socket` sends, for tools and tests that need traffic with given marks.
+pub fn set_socket_tos(socket: &UdpSocket, tos: u8) -> io::Result<()> {
+    let (level, name) = match socket.local_addr()? {
+        SocketAddr::V4(_) => (libc::IPPROTO_IP, libc::IP_TOS),
+        SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
+    };
+    sys::set_int(socket.as_raw_fd(), level, name, i32::from(tos))
+}
+
+fn run_timers<H: Host>(host: &mut H, now: Instant) {
+    if host.poll_timeout().is_some_and(|t| t <= now) {
+        host.handle_timeout(now);
+    }
+}
+
+/// Sends one path queue: groups runs of equal-sized datagrams to one destination
+/// with one TOS into GSO trains (when `gso`), then `sendmmsg`s them, falling back
+/// to single datagrams if the kernel refuses GSO at run time.
+#[allow(clippy::too_many_arguments)]
+fn send_queue<'a>(
+    fd: RawFd,
+    q: &'a TxQueue,
+    payload: &dyn Fn(PayloadRef) -> &'a [u8],
+    arrays: &mut MsgArrays,
+    out: &mut Vec<sys::OutMsg>,
+    gso: &mut bool,
+    v6: bool,
+    stats: &mut UdpStats,
+) {
+    let slice = |j| q.slice(j, payload);
+    q.build_from(out, *gso, 0);
+    let mut done = 0;
+    while done < out.len() {
+        match sys::send(fd, arrays, &slice, &out[done..], v6) {
+            Ok(0) => break,
+            Ok(k) => {
+                stats.send_batches += 1;
+                for m in &out[done..done + k] {
+                    if m.segment > 0 {
+                        stats.gso_sends += 1;
+                    }
+                    stats.datagrams_out += m.datagrams() as u64;
+                    stats.bytes_out += m.len as u64;
+                }
+                done += k;
+            }
+            Err(e) if *gso && out[done..].iter().any(|m| m.segment > 0) && gso_refused(&e) => {
+                *gso = false;
+                stats.gso_fallbacks += 1;
+                // Rebuild what is left without GSO.
+                let sent = out[done].iov_start / batch::IOVS_PER_DATAGRAM;
+                q.build_from(out, false, sent);
+                done = 0;
+            }
+            Err(_) => {
+                stats.send_errors += 1;
+                stats.send_dropped += out[done..]
+                    .iter()
+                    .map(|m| m.datagrams() as u64)
+                    .sum::<u64>();
+                break;
+            }
+        }
+    }
+}
+
+/// Errors with which a kernel or device refuses UDP GSO.
+fn gso_refused(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOPROTOOPT)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loopback() -> UdpConfig {
+        UdpConfig {
+            local_ip: "127.0.0.1".parse().unwrap(),
+            base_port: 0,
+            paths: 2,
+            ..UdpConfig::default()
+        }
+    }
+
+    /// The kernel refuses GSO on a socket without UDP checksums (`SO_NO_CHECK`):
+    /// the send falls back to one datagram per message and loses nothing.
+    #[test]
+    fn gso_refused_at_run_time_falls_back() {
+        let mut tx = UdpDatapath::bind(loopback()).unwrap();
+        let mut rx = UdpDatapath::bind(loopback()).unwrap();
+        if !tx.gso() {
+            println!("skipped: this kernel has no UDP GSO");
+            return;
+        }
+        for s in &tx.sockets {
+            if sys::set_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).is_err() {
+                println!("skipped: SO_NO_CHECK refused");
+                return;
+            }
+        }
+        let peer = rx.local_addrs().to_vec();
+        assert_eq!(tx.raw_blast(&peer, 1000, 40).unwrap(), 40);
+        let got = rx.raw_receive(Duration::from_millis(200)).unwrap();
+        assert_eq!(got.datagrams, 40, "nothing lost in the fallback");
+        let s = tx.stats();
+        if s.gso_fallbacks == 0 {
+            println!("not exercised: this kernel sent GSO without UDP checksums");
+            return;
+        }
+        assert_eq!(s.gso_fallbacks, 1);
+        assert!(!tx.gso(), "GSO stays off after a refusal");
+        assert_eq!((s.gso_sends, s.send_errors, s.datagrams_out), (0, 0, 40));
+    }
+
+    #[test]
+    fn bad_configs_are_refused_with_a_reason() {
+        for cfg in [
+            UdpConfig {
+                paths: 0,
+                ..loopback()
+            },
+            UdpConfig {
+                batch: 0,
+                ..loopback()
+            },
+            UdpConfig {
+                dscp_probe: 64,
+                ..loopback()
+            },
+            UdpConfig {
+                base_port: 65_535,
+                ..loopback()
+            },
+            UdpConfig {
+                max_datagram: 10,
+                ..loopback()
+            },
+        ] {
+            let e = UdpDatapath::bind(cfg).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains("UdpConfig"), "{e}");
+        }
+    }
+
+    #[test]
+    fn merge_key_is_the_psn_of_data_packets_only() {
+        let mut d = [0u8; 16];
+        d[0] = 1;
+        d[1] = 1;
+        d[12..16].copy_from_slice(&7u32.to_be_bytes());
+        assert_eq!(recv::data_psn(&d), Some(7));
+        d[1] = 3; // an ACK
+        assert_eq!(recv::data_psn(&d), None);
+        assert_eq!(recv::data_psn(&d[..10]), None);
+    }
+}

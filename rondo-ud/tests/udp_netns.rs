@@ -1,0 +1,210 @@
+//! Rondo over the UDP datapath between two network namespaces joined by a veth
+//! pair (the commands are those of `docs/udp.md`). Needs root and `ip`; without
+//! them the test prints one line saying why it was skipped.
+//!
+//! The peer side runs in the namespace as a second copy of this test binary
+//! (`ip netns exec NS <this binary> netns_peer_side --ignored`), bound to the
+//! default port 4792.
+
+#![cfg(target_os = "linux")]
+
+mod udp_util;
+
+use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath, DEFAULT_PORT};
+use rondo_ud::{Endpoint, EndpointConfig, Event};
+use std::net::{IpAddr, SocketAddr};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use udp_util::*;
+
+const PATHS: u16 = 4;
+const MSG_LEN: usize = 1 << 20;
+const SEED: u64 = 4792;
+
+fn run(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A namespace with one end of a veth pair; deleted (with the pair) on drop.
+struct Netns {
+    name: String,
+}
+
+impl Netns {
+    fn create(name: &str, veth: &str, host_ip: &str, ns_ip: &str) -> Result<Netns, String> {
+        run(&["netns", "add", name])?;
+        let ns = Netns {
+            name: name.to_string(),
+        };
+        let peer = format!("{veth}p");
+        run(&["link", "add", veth, "type", "veth", "peer", "name", &peer])?;
+        run(&["link", "set", &peer, "netns", name])?;
+        run(&["addr", "add", &format!("{host_ip}/24"), "dev", veth])?;
+        run(&["link", "set", veth, "up"])?;
+        let ns_cidr = format!("{ns_ip}/24");
+        for cmd in [
+            ["addr", "add", ns_cidr.as_str(), "dev", peer.as_str()],
+            ["link", "set", peer.as_str(), "up", ""],
+            ["link", "set", "lo", "up", ""],
+        ] {
+            let mut args = vec!["netns", "exec", name, "ip"];
+            args.extend(cmd.iter().copied().filter(|s| !s.is_empty()));
+            run(&args)?;
+        }
+        Ok(ns)
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = run(&["netns", "del", &self.name]);
+    }
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn transfer_between_network_namespaces() {
+    if !is_root() {
+        println!("skipped: creating network namespaces needs root");
+        return;
+    }
+    if Command::new("ip").arg("-V").output().is_err() {
+        println!("skipped: the `ip` command (iproute2) is not installed");
+        return;
+    }
+    let id = std::process::id();
+    let subnet = format!("10.77.{}", id % 250);
+    let (host_ip, ns_ip) = (format!("{subnet}.1"), format!("{subnet}.2"));
+    let ns = match Netns::create(
+        &format!("rondo{id}"),
+        &format!("rv{}", id % 100_000),
+        &host_ip,
+        &ns_ip,
+    ) {
+        Ok(ns) => ns,
+        Err(e) => {
+            println!("skipped: could not set up the namespaces ({e})");
+            return;
+        }
+    };
+    let clock = Clock::new();
+    let mut dp = UdpDatapath::bind(UdpConfig {
+        local_ip: host_ip.parse().unwrap(),
+        base_port: 0,
+        paths: PATHS,
+        ..UdpConfig::default()
+    })
+    .unwrap();
+    let mine: Vec<String> = dp.local_addrs().iter().map(|a| a.to_string()).collect();
+    let exe = std::env::current_exe().unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &ns.name])
+        .arg(&exe)
+        .args(["netns_peer_side", "--exact", "--ignored", "--nocapture"])
+        .env("RONDO_NETNS_PEER", format!("{ns_ip};{}", mine.join(",")))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peer_ip: IpAddr = ns_ip.parse().unwrap();
+    let peer: Vec<SocketAddr> = (0..PATHS)
+        .map(|i| SocketAddr::new(peer_ip, DEFAULT_PORT + i))
+        .collect();
+    let cfg = flow(PATHS);
+    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let h = ep.connect(clock.now(), FLOW_A, FLOW_B, &cfg).unwrap();
+    dp.add_peer(FLOW_A, peer).unwrap();
+    ep.post(h, clock.now(), 1, pattern(MSG_LEN, SEED)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut done = false;
+    while !done && Instant::now() < deadline {
+        dp.poll(&mut ep, &clock, Duration::from_millis(1)).unwrap();
+        while let Some(e) = ep.poll_event(h) {
+            done |= matches!(e, Event::SendComplete { msg_id: 1 });
+            assert!(!matches!(e, Event::Error(_)), "{e:?}");
+        }
+    }
+    // Keep acknowledging while the peer finishes.
+    let until = Instant::now() + Duration::from_millis(200);
+    while Instant::now() < until {
+        dp.poll(&mut ep, &clock, Duration::from_millis(1)).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stdout);
+    assert!(done, "the message was not acknowledged; peer said: {log}");
+    assert!(
+        out.status.success(),
+        "peer side failed: {log}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        log.contains("peer: received 1048576 bytes, byte-exact"),
+        "{log}"
+    );
+    assert!(ep
+        .connection(h)
+        .paths()
+        .iter()
+        .all(|p| p.counters().data_sent > 0));
+}
+
+/// The namespace side of `transfer_between_network_namespaces`; does nothing unless
+/// started by it.
+#[test]
+#[ignore = "started by transfer_between_network_namespaces inside a namespace"]
+fn netns_peer_side() {
+    let Ok(spec) = std::env::var("RONDO_NETNS_PEER") else {
+        return;
+    };
+    let (ip, addrs) = spec.split_once(';').unwrap();
+    let peer: Vec<SocketAddr> = addrs.split(',').map(|a| a.parse().unwrap()).collect();
+    let clock = Clock::new();
+    let mut dp = UdpDatapath::bind(UdpConfig {
+        local_ip: ip.parse().unwrap(),
+        paths: PATHS,
+        ..UdpConfig::default() // the default port, 4792
+    })
+    .unwrap();
+    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let h = ep
+        .connect(clock.now(), FLOW_B, FLOW_A, &flow(PATHS))
+        .unwrap();
+    dp.add_peer(FLOW_B, peer).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        dp.poll(&mut ep, &clock, Duration::from_millis(1)).unwrap();
+        if let Some(Event::Received { data, .. }) = ep.poll_event(h) {
+            assert!(data == pattern(MSG_LEN, SEED), "payload differs");
+            println!("peer: received {} bytes, byte-exact", data.len());
+            // Keep acknowledging retransmissions for a moment.
+            let until = Instant::now() + Duration::from_millis(100);
+            while Instant::now() < until {
+                dp.poll(&mut ep, &clock, Duration::from_millis(1)).unwrap();
+            }
+            return;
+        }
+    }
+    panic!("peer: nothing received");
+}
