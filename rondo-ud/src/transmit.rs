@@ -34,7 +34,8 @@ pub struct Transmit {
     /// Bytes written at the start of the caller's buffer.
     pub len: usize,
     /// Local flow id of the connection that produced it, so that a driver serving
-    /// several peers knows where the datagram goes (0 for hosts with one peer).
+    /// several peers knows where the datagram goes. Hosts that are not connections
+    /// (test hosts, raw blasters) may leave it 0.
     pub flow: u32,
 }
 
