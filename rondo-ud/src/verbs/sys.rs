@@ -1,0 +1,564 @@
+//! The thin FFI layer over libibverbs: device context, PD, CQ, MR, UD QP, AH and
+//! the post / poll calls. Objects own their parents through `Arc<Inner>` (a QP
+//! keeps its PD and CQs alive, an MR its PD, everything its context); all logic
+//! lives in the plain-Rust modules beside this one.
+#![allow(unsafe_code)] // the verbs FFI of this datapath; each block says why it is sound
+
+use super::address::AhSpec;
+use super::error::VerbsError;
+use super::qp_attr::{QpAttrs, QpState};
+use ibverbs_sys as ffi;
+use std::ffi::CStr;
+use std::ptr;
+use std::sync::Arc;
+
+/// The 16 bytes of a GID.
+pub fn gid_raw(gid: &ffi::ibv_gid) -> [u8; 16] {
+    // SAFETY: every variant of the union is 16 bytes of plain data.
+    unsafe { gid.raw }
+}
+
+/// An open device context.
+#[derive(Debug)]
+struct ContextInner {
+    ctx: *mut ffi::ibv_context,
+}
+
+// SAFETY: an ibv_context is thread safe (libibverbs serialises its own state).
+unsafe impl Send for ContextInner {}
+// SAFETY: as above.
+unsafe impl Sync for ContextInner {}
+
+impl Drop for ContextInner {
+    fn drop(&mut self) {
+        // SAFETY: `ctx` came from ibv_open_device and every child holds an Arc to
+        // this inner, so none is alive any more.
+        unsafe { ffi::ibv_close_device(self.ctx) };
+    }
+}
+
+/// An open RDMA device.
+#[derive(Clone, Debug)]
+pub struct Context {
+    inner: Arc<ContextInner>,
+}
+
+/// Names of the RDMA devices the host has (empty without any).
+pub fn device_names() -> Result<Vec<String>, VerbsError> {
+    let list = ibverbs::devices().map_err(|e| VerbsError::DeviceList(e.to_string()))?;
+    Ok(list
+        .iter()
+        .map(|d| {
+            d.name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect())
+}
+
+impl Context {
+    /// Opens the device called `name`.
+    pub fn open(name: &str) -> Result<Context, VerbsError> {
+        let mut n = 0;
+        // SAFETY: ibv_get_device_list writes the count to `n` and returns NULL or
+        // an array of `n` device pointers, freed below after use.
+        let list = unsafe { ffi::ibv_get_device_list(&mut n) };
+        if list.is_null() {
+            return Err(VerbsError::DeviceList(
+                std::io::Error::last_os_error().to_string(),
+            ));
+        }
+        let mut ctx = ptr::null_mut();
+        for i in 0..usize::try_from(n).unwrap_or(0) {
+            // SAFETY: `i < n`, within the array returned above.
+            let dev = unsafe { *list.add(i) };
+            // SAFETY: `dev` is a valid device of the list; the name is a C string
+            // owned by the device.
+            let dev_name = unsafe { CStr::from_ptr(ffi::ibv_get_device_name(dev)) };
+            if dev_name.to_bytes() == name.as_bytes() {
+                // SAFETY: as above; the context outlives the list (allowed by
+                // ibv_free_device_list's contract).
+                ctx = unsafe { ffi::ibv_open_device(dev) };
+                break;
+            }
+        }
+        // SAFETY: `list` came from ibv_get_device_list and is freed once.
+        unsafe { ffi::ibv_free_device_list(list) };
+        if ctx.is_null() {
+            return Err(VerbsError::Open(name.to_string()));
+        }
+        Ok(Context {
+            inner: Arc::new(ContextInner { ctx }),
+        })
+    }
+
+    /// Attributes of port `port` (from 1).
+    pub fn query_port(&self, port: u8) -> Result<ffi::ibv_port_attr, VerbsError> {
+        let mut attr = ffi::ibv_port_attr::default();
+        // SAFETY: `attr` is a full, zeroed ibv_port_attr (a superset of the compat
+        // layout the exported symbol fills); the context is open.
+        let rc =
+            unsafe { ffi::ibv_query_port(self.inner.ctx, port, ptr::addr_of_mut!(attr).cast()) };
+        if rc != 0 {
+            return Err(VerbsError::call("ibv_query_port", rc));
+        }
+        Ok(attr)
+    }
+
+    /// Device attributes (port count, limits).
+    pub fn query_device(&self) -> Result<ffi::ibv_device_attr, VerbsError> {
+        let mut attr = ffi::ibv_device_attr::default();
+        // SAFETY: `attr` is a valid out-parameter; the context is open.
+        let rc = unsafe { ffi::ibv_query_device(self.inner.ctx, &mut attr) };
+        if rc != 0 {
+            return Err(VerbsError::call("ibv_query_device", rc));
+        }
+        Ok(attr)
+    }
+
+    /// The GID table of every port, with each entry's type.
+    pub fn gid_table(&self, max: usize) -> Result<Vec<ffi::ibv_gid_entry>, VerbsError> {
+        let mut entries = vec![ffi::ibv_gid_entry::default(); max];
+        // SAFETY: `entries` has room for `max` entries of the size passed.
+        let n = unsafe {
+            ffi::_ibv_query_gid_table(
+                self.inner.ctx,
+                entries.as_mut_ptr(),
+                entries.len(),
+                0,
+                std::mem::size_of::<ffi::ibv_gid_entry>(),
+            )
+        };
+        if n < 0 {
+            return Err(VerbsError::call("ibv_query_gid_table", n as i32));
+        }
+        entries.truncate(n as usize);
+        Ok(entries)
+    }
+
+    /// Allocates a protection domain.
+    pub fn alloc_pd(&self) -> Result<Pd, VerbsError> {
+        // SAFETY: the context is open.
+        let pd = unsafe { ffi::ibv_alloc_pd(self.inner.ctx) };
+        if pd.is_null() {
+            return Err(VerbsError::last("ibv_alloc_pd"));
+        }
+        Ok(Pd {
+            inner: Arc::new(PdInner {
+                pd,
+                _ctx: self.inner.clone(),
+            }),
+        })
+    }
+
+    /// Creates a completion queue of at least `entries` entries.
+    pub fn create_cq(&self, entries: usize) -> Result<Cq, VerbsError> {
+        let cqe = i32::try_from(entries).map_err(|_| VerbsError::Config("CQ size above i32"))?;
+        // SAFETY: the context is open; no channel, no context pointer.
+        let cq =
+            unsafe { ffi::ibv_create_cq(self.inner.ctx, cqe, ptr::null_mut(), ptr::null_mut(), 0) };
+        if cq.is_null() {
+            return Err(VerbsError::last("ibv_create_cq"));
+        }
+        Ok(Cq {
+            inner: Arc::new(CqInner {
+                cq,
+                _ctx: self.inner.clone(),
+            }),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct PdInner {
+    pd: *mut ffi::ibv_pd,
+    _ctx: Arc<ContextInner>,
+}
+// SAFETY: verbs objects may be used from any thread.
+unsafe impl Send for PdInner {}
+// SAFETY: as above.
+unsafe impl Sync for PdInner {}
+impl Drop for PdInner {
+    fn drop(&mut self) {
+        // SAFETY: every MR, QP and AH of this PD holds an Arc to it: none is left.
+        unsafe { ffi::ibv_dealloc_pd(self.pd) };
+    }
+}
+
+/// A protection domain.
+#[derive(Clone, Debug)]
+pub struct Pd {
+    inner: Arc<PdInner>,
+}
+
+#[derive(Debug)]
+struct CqInner {
+    cq: *mut ffi::ibv_cq,
+    _ctx: Arc<ContextInner>,
+}
+// SAFETY: verbs objects may be used from any thread.
+unsafe impl Send for CqInner {}
+// SAFETY: as above.
+unsafe impl Sync for CqInner {}
+impl Drop for CqInner {
+    fn drop(&mut self) {
+        // SAFETY: QPs using this CQ hold an Arc to it, so none is left.
+        unsafe { ffi::ibv_destroy_cq(self.cq) };
+    }
+}
+
+/// A completion queue.
+#[derive(Clone, Debug)]
+pub struct Cq {
+    inner: Arc<CqInner>,
+}
+
+impl Cq {
+    /// Polls up to `wc.len()` completions into `wc`; returns how many.
+    pub fn poll(&self, wc: &mut [ffi::ibv_wc]) -> Result<usize, VerbsError> {
+        let n = i32::try_from(wc.len()).unwrap_or(i32::MAX);
+        // SAFETY: the CQ is alive; its context's ops table is set by the driver;
+        // `wc` has room for `n` entries.
+        let rc = unsafe {
+            let ctx = (*self.inner.cq).context;
+            match (*ctx).ops.poll_cq {
+                Some(poll) => poll(self.inner.cq, n, wc.as_mut_ptr()),
+                None => return Err(VerbsError::Config("driver has no poll_cq")),
+            }
+        };
+        if rc < 0 {
+            return Err(VerbsError::call("ibv_poll_cq", rc));
+        }
+        Ok(rc as usize)
+    }
+}
+
+/// A registered memory region.
+#[derive(Debug)]
+pub struct Mr {
+    mr: *mut ffi::ibv_mr,
+    _pd: Arc<PdInner>,
+}
+// SAFETY: verbs objects may be used from any thread.
+unsafe impl Send for Mr {}
+impl Drop for Mr {
+    fn drop(&mut self) {
+        // SAFETY: `mr` came from ibv_reg_mr / ibv_reg_dmabuf_mr and is deregistered once.
+        unsafe { ffi::ibv_dereg_mr(self.mr) };
+    }
+}
+
+impl Mr {
+    /// Local key, for scatter/gather entries.
+    pub fn lkey(&self) -> u32 {
+        // SAFETY: `mr` is valid while self lives.
+        unsafe { (*self.mr).lkey }
+    }
+}
+
+impl Pd {
+    /// Registers `len` bytes at `addr` for local write (receives) and reads.
+    ///
+    /// # Safety
+    /// The memory must stay mapped until the returned [`Mr`] is dropped.
+    pub unsafe fn register(&self, addr: *mut u8, len: usize) -> Result<Mr, VerbsError> {
+        let access = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0 as i32;
+        // SAFETY: the caller keeps the memory mapped; the PD is alive.
+        let mr = unsafe { ffi::ibv_reg_mr(self.inner.pd, addr.cast(), len, access) };
+        if mr.is_null() {
+            return Err(VerbsError::last("ibv_reg_mr (is `ulimit -l` high enough?)"));
+        }
+        Ok(Mr {
+            mr,
+            _pd: self.inner.clone(),
+        })
+    }
+
+    /// Registers `len` bytes at `offset` of a dma-buf (GPU memory exported by its
+    /// driver); `iova` is the address WRs use for it.
+    ///
+    /// # Safety
+    /// `fd` must be a dma-buf that stays open until the returned [`Mr`] is dropped.
+    pub unsafe fn register_dmabuf(
+        &self,
+        fd: i32,
+        offset: u64,
+        len: usize,
+        iova: u64,
+    ) -> Result<Mr, VerbsError> {
+        let access = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0 as i32;
+        // SAFETY: the caller keeps the dma-buf open; the PD is alive.
+        let mr = unsafe { ffi::ibv_reg_dmabuf_mr(self.inner.pd, offset, len, iova, fd, access) };
+        if mr.is_null() {
+            return Err(VerbsError::last("ibv_reg_dmabuf_mr"));
+        }
+        Ok(Mr {
+            mr,
+            _pd: self.inner.clone(),
+        })
+    }
+
+    /// Creates an address handle.
+    pub fn create_ah(&self, spec: &AhSpec) -> Result<Ah, VerbsError> {
+        let mut attr = ffi::ibv_ah_attr {
+            dlid: spec.dlid,
+            sl: spec.sl,
+            is_global: 1,
+            port_num: spec.port,
+            ..Default::default()
+        };
+        attr.grh.dgid.raw = spec.dgid;
+        attr.grh.flow_label = spec.flow_label;
+        attr.grh.sgid_index = spec.sgid_index;
+        attr.grh.hop_limit = spec.hop_limit;
+        attr.grh.traffic_class = spec.traffic_class;
+        // SAFETY: `attr` is fully initialised; the PD is alive.
+        let ah = unsafe { ffi::ibv_create_ah(self.inner.pd, &mut attr) };
+        if ah.is_null() {
+            return Err(VerbsError::last(
+                "ibv_create_ah (is the GID index a RoCEv2 GID?)",
+            ));
+        }
+        Ok(Ah {
+            ah,
+            _pd: self.inner.clone(),
+        })
+    }
+
+    /// Creates a UD QP in RESET with the given queue sizes.
+    pub fn create_ud_qp(
+        &self,
+        send: &Cq,
+        recv: &Cq,
+        max_send_wr: u32,
+        max_recv_wr: u32,
+        max_inline: u32,
+    ) -> Result<UdQp, VerbsError> {
+        let mut init = ffi::ibv_qp_init_attr {
+            qp_context: ptr::null_mut(),
+            send_cq: send.inner.cq,
+            recv_cq: recv.inner.cq,
+            srq: ptr::null_mut(),
+            cap: ffi::ibv_qp_cap {
+                max_send_wr,
+                max_recv_wr,
+                max_send_sge: 1,
+                max_recv_sge: 2,
+                max_inline_data: max_inline,
+            },
+            qp_type: ffi::ibv_qp_type::IBV_QPT_UD,
+            sq_sig_all: 0,
+        };
+        // SAFETY: `init` is fully initialised with live CQs; the PD is alive.
+        let qp = unsafe { ffi::ibv_create_qp(self.inner.pd, &mut init) };
+        if qp.is_null() {
+            return Err(VerbsError::last("ibv_create_qp"));
+        }
+        Ok(UdQp {
+            qp,
+            max_inline: init.cap.max_inline_data,
+            _pd: self.inner.clone(),
+            _send: send.inner.clone(),
+            _recv: recv.inner.clone(),
+        })
+    }
+}
+
+/// An address handle.
+#[derive(Debug)]
+pub struct Ah {
+    ah: *mut ffi::ibv_ah,
+    _pd: Arc<PdInner>,
+}
+// SAFETY: verbs objects may be used from any thread.
+unsafe impl Send for Ah {}
+impl Drop for Ah {
+    fn drop(&mut self) {
+        // SAFETY: `ah` came from ibv_create_ah and is destroyed once.
+        unsafe { ffi::ibv_destroy_ah(self.ah) };
+    }
+}
+
+/// A UD queue pair.
+#[derive(Debug)]
+pub struct UdQp {
+    qp: *mut ffi::ibv_qp,
+    max_inline: u32,
+    _pd: Arc<PdInner>,
+    _send: Arc<CqInner>,
+    _recv: Arc<CqInner>,
+}
+// SAFETY: verbs objects may be used from any thread.
+unsafe impl Send for UdQp {}
+impl Drop for UdQp {
+    fn drop(&mut self) {
+        // SAFETY: `qp` came from ibv_create_qp and is destroyed once, before its
+        // CQs and PD (this struct holds Arcs to them).
+        unsafe { ffi::ibv_destroy_qp(self.qp) };
+    }
+}
+
+/// One scatter/gather entry.
+pub type Sge = ffi::ibv_sge;
+
+/// One UD send: buffer, AH and remote QP, flags.
+#[derive(Clone, Copy, Debug)]
+pub struct UdSend<'a> {
+    /// WR id echoed by its completion.
+    pub wr_id: u64,
+    /// The datagram.
+    pub sge: Sge,
+    /// Address handle.
+    pub ah: &'a Ah,
+    /// Remote QP number.
+    pub remote_qpn: u32,
+    /// Remote qkey.
+    pub remote_qkey: u32,
+    /// Ask for a completion.
+    pub signaled: bool,
+    /// Send inline.
+    pub inline: bool,
+}
+
+impl UdQp {
+    /// QP number.
+    pub fn qpn(&self) -> u32 {
+        // SAFETY: `qp` is valid while self lives.
+        unsafe { (*self.qp).qp_num }
+    }
+
+    /// Inline bytes the device granted.
+    pub fn max_inline(&self) -> u32 {
+        self.max_inline
+    }
+
+    /// Applies one state transition's attributes.
+    pub fn modify(&self, attrs: &QpAttrs) -> Result<(), VerbsError> {
+        use ffi::ibv_qp_attr_mask as m;
+        let mut attr = ffi::ibv_qp_attr::default();
+        let mut mask = m(0);
+        if let Some(s) = attrs.state {
+            attr.qp_state = match s {
+                QpState::Reset => ffi::ibv_qp_state::IBV_QPS_RESET,
+                QpState::Init => ffi::ibv_qp_state::IBV_QPS_INIT,
+                QpState::Rtr => ffi::ibv_qp_state::IBV_QPS_RTR,
+                QpState::Rts => ffi::ibv_qp_state::IBV_QPS_RTS,
+            };
+            mask |= m::IBV_QP_STATE;
+        }
+        if let Some(v) = attrs.pkey_index {
+            attr.pkey_index = v;
+            mask |= m::IBV_QP_PKEY_INDEX;
+        }
+        if let Some(v) = attrs.port {
+            attr.port_num = v;
+            mask |= m::IBV_QP_PORT;
+        }
+        if let Some(v) = attrs.qkey {
+            attr.qkey = v;
+            mask |= m::IBV_QP_QKEY;
+        }
+        if let Some(v) = attrs.sq_psn {
+            attr.sq_psn = v;
+            mask |= m::IBV_QP_SQ_PSN;
+        }
+        // SAFETY: `attr` is initialised for every bit of `mask`; the QP is alive.
+        let rc = unsafe { ffi::ibv_modify_qp(self.qp, &mut attr, mask.0 as i32) };
+        if rc != 0 {
+            return Err(VerbsError::call("ibv_modify_qp", rc));
+        }
+        Ok(())
+    }
+
+    /// Posts `sends` as one chain (one doorbell).
+    ///
+    /// # Safety
+    /// Each send's buffer must stay valid and unchanged until its completion, or
+    /// a later signaled one, is polled (inline sends: until this call returns).
+    pub unsafe fn post_send(&self, sends: &[UdSend<'_>]) -> Result<(), VerbsError> {
+        if sends.is_empty() {
+            return Ok(());
+        }
+        let mut sges: Vec<Sge> = sends.iter().map(|s| s.sge).collect();
+        let mut wrs: Vec<ffi::ibv_send_wr> = Vec::with_capacity(sends.len());
+        for (s, sge) in sends.iter().zip(sges.iter_mut()) {
+            let mut flags = 0;
+            if s.signaled {
+                flags |= ffi::ibv_send_flags::IBV_SEND_SIGNALED.0;
+            }
+            if s.inline {
+                flags |= ffi::ibv_send_flags::IBV_SEND_INLINE.0;
+            }
+            // SAFETY: ibv_send_wr is plain C data; all-zero is a valid value.
+            let mut wr: ffi::ibv_send_wr = unsafe { std::mem::zeroed() };
+            wr.wr_id = s.wr_id;
+            wr.sg_list = sge;
+            wr.num_sge = 1;
+            wr.opcode = ffi::ibv_wr_opcode::IBV_WR_SEND;
+            wr.send_flags = flags;
+            wr.wr.ud = ffi::ibv_send_wr__bindgen_ty_2__bindgen_ty_3 {
+                ah: s.ah.ah,
+                remote_qpn: s.remote_qpn,
+                remote_qkey: s.remote_qkey,
+            };
+            wrs.push(wr);
+        }
+        let base = wrs.as_mut_ptr();
+        for i in 0..wrs.len() - 1 {
+            // SAFETY: `i + 1 < len`: both pointers are inside `wrs`, which is not
+            // moved again before the post.
+            unsafe { (*base.add(i)).next = base.add(i + 1) };
+        }
+        let mut bad = ptr::null_mut();
+        // SAFETY: the chain and its SGEs live until the call returns; the caller
+        // keeps the buffers valid; the QP is alive.
+        let rc = unsafe {
+            match (*(*self.qp).context).ops.post_send {
+                Some(post) => post(self.qp, base, &mut bad),
+                None => return Err(VerbsError::Config("driver has no post_send")),
+            }
+        };
+        if rc != 0 {
+            return Err(VerbsError::call("ibv_post_send", rc));
+        }
+        Ok(())
+    }
+
+    /// Posts receives, one WR per `(wr_id, sges)` entry, as one chain.
+    ///
+    /// # Safety
+    /// Every SGE's memory must be registered and stay valid until its completion
+    /// is polled (or the QP is destroyed).
+    pub unsafe fn post_recv(&self, recvs: &mut [(u64, [Sge; 2], usize)]) -> Result<(), VerbsError> {
+        if recvs.is_empty() {
+            return Ok(());
+        }
+        let mut wrs: Vec<ffi::ibv_recv_wr> = recvs
+            .iter_mut()
+            .map(|(wr_id, sges, n)| ffi::ibv_recv_wr {
+                wr_id: *wr_id,
+                next: ptr::null_mut(),
+                sg_list: sges.as_mut_ptr(),
+                num_sge: (*n).min(2) as i32,
+            })
+            .collect();
+        let base = wrs.as_mut_ptr();
+        for i in 0..wrs.len() - 1 {
+            // SAFETY: `i + 1 < len`, inside `wrs`.
+            unsafe { (*base.add(i)).next = base.add(i + 1) };
+        }
+        let mut bad = ptr::null_mut();
+        // SAFETY: the chain and the SGE arrays (in `recvs`) live until the call
+        // returns; the caller keeps the memory valid; the QP is alive.
+        let rc = unsafe {
+            match (*(*self.qp).context).ops.post_recv {
+                Some(post) => post(self.qp, base, &mut bad),
+                None => return Err(VerbsError::Config("driver has no post_recv")),
+            }
+        };
+        if rc != 0 {
+            return Err(VerbsError::call("ibv_post_recv", rc));
+        }
+        Ok(())
+    }
+}
