@@ -16,13 +16,13 @@
 //!   once `a`'s WR is consumed.
 //!
 //! The last two count as [`RepairCounters::repaired`]. The driver carries out the
-//! [`Copy`] actions in the order given, before it handles the next completion.
+//! [`RepairCopy`] actions in the order given, before it handles the next completion.
 
 use thiserror::Error;
 
 /// A copy the driver must make, in bytes of the destination region and slots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Copy {
+pub enum RepairCopy {
     /// Payload of PSN `psn`, now at the final place of PSN `from`, to reorder slot `slot`.
     PlaceToSlot {
         /// The PSN whose final place holds the payload.
@@ -201,7 +201,7 @@ impl InOrderPlacement {
         &mut self,
         psn: u64,
         len: usize,
-        copies: &mut Vec<Copy>,
+        copies: &mut Vec<RepairCopy>,
     ) -> Result<Outcome, RepairError> {
         if self.posted() == 0 {
             return Err(RepairError::NothingPosted);
@@ -212,7 +212,7 @@ impl InOrderPlacement {
         // The WR of `expected` is consumed: a payload of `expected` that waited
         // in a slot can go to its place now.
         if let Some((slot, len)) = self.waiting.remove(&expected) {
-            copies.push(Copy::SlotToPlace {
+            copies.push(RepairCopy::SlotToPlace {
                 slot,
                 psn: expected,
                 len,
@@ -222,7 +222,7 @@ impl InOrderPlacement {
         Ok(outcome)
     }
 
-    fn place(&mut self, expected: u64, psn: u64, len: usize, copies: &mut Vec<Copy>) -> Outcome {
+    fn place(&mut self, expected: u64, psn: u64, len: usize, copies: &mut Vec<RepairCopy>) -> Outcome {
         let Some(i) = psn
             .checked_sub(self.first)
             .filter(|&i| i < self.packets)
@@ -241,7 +241,7 @@ impl InOrderPlacement {
             return Outcome::InPlace;
         }
         if psn < self.next_complete {
-            copies.push(Copy::PlaceToPlace {
+            copies.push(RepairCopy::PlaceToPlace {
                 from: expected,
                 to: psn,
                 len,
@@ -251,7 +251,7 @@ impl InOrderPlacement {
                 self.counters.dropped += 1;
                 return Outcome::Dropped;
             };
-            copies.push(Copy::PlaceToSlot {
+            copies.push(RepairCopy::PlaceToSlot {
                 from: expected,
                 slot,
                 psn,

@@ -8,7 +8,7 @@ struct Sim {
     places: Vec<Option<u64>>,
     slots: Vec<Option<u64>>,
     p: InOrderPlacement,
-    copies: Vec<Copy>,
+    copies: Vec<RepairCopy>,
 }
 
 impl Sim {
@@ -35,13 +35,13 @@ impl Sim {
         let out = self.p.complete(psn, 1, &mut self.copies).unwrap();
         for c in self.copies.clone() {
             match c {
-                Copy::PlaceToSlot { from, slot, .. } => {
+                RepairCopy::PlaceToSlot { from, slot, .. } => {
                     self.slots[slot] = self.places[from as usize]
                 }
-                Copy::PlaceToPlace { from, to, .. } => {
+                RepairCopy::PlaceToPlace { from, to, .. } => {
                     self.places[to as usize] = self.places[from as usize]
                 }
-                Copy::SlotToPlace { slot, psn, .. } => {
+                RepairCopy::SlotToPlace { slot, psn, .. } => {
                     self.places[psn as usize] = self.slots[slot].take()
                 }
             }
@@ -77,7 +77,7 @@ fn a_swap_is_repaired_through_a_slot() {
     assert_eq!(sim.arrive(1), Outcome::Repaired);
     assert!(matches!(
         sim.copies[..],
-        [Copy::PlaceToSlot {
+        [RepairCopy::PlaceToSlot {
             from: 0,
             slot: 0,
             psn: 1,
@@ -91,8 +91,8 @@ fn a_swap_is_repaired_through_a_slot() {
     assert!(matches!(
         sim.copies[..],
         [
-            Copy::PlaceToPlace { from: 1, to: 0, .. },
-            Copy::SlotToPlace {
+            RepairCopy::PlaceToPlace { from: 1, to: 0, .. },
+            RepairCopy::SlotToPlace {
                 slot: 0,
                 psn: 1,
                 ..

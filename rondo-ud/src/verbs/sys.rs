@@ -233,6 +233,40 @@ impl Cq {
     }
 }
 
+/// An arena registered with the NIC (the MR is dropped before the memory).
+#[derive(Debug)]
+pub struct RegisteredArena {
+    mr: Mr,
+    arena: reorder::Arena,
+}
+
+impl RegisteredArena {
+    /// Local key.
+    pub fn lkey(&self) -> u32 {
+        self.mr.lkey()
+    }
+
+    /// Address of the first byte, as WRs name it.
+    pub fn addr(&self) -> u64 {
+        self.arena.as_ptr() as u64
+    }
+
+    /// The bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        self.arena.as_slice()
+    }
+
+    /// The bytes, to write datagrams into.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        self.arena.as_mut_slice()
+    }
+
+    /// True when huge pages back it.
+    pub fn is_huge(&self) -> bool {
+        self.arena.is_huge()
+    }
+}
+
 /// A registered memory region.
 #[derive(Debug)]
 pub struct Mr {
@@ -257,6 +291,20 @@ impl Mr {
 }
 
 impl Pd {
+    /// Maps an arena of at least `bytes` bytes (huge pages as asked) and
+    /// registers it: registered memory from the `reorder` arena.
+    pub fn register_arena(
+        &self,
+        bytes: usize,
+        huge: reorder::HugePages,
+    ) -> Result<RegisteredArena, VerbsError> {
+        let mut arena = reorder::Arena::new(bytes, huge)?;
+        // SAFETY: the arena is moved into the result next to the MR, which is
+        // dropped first (field order), so the memory outlives the registration.
+        let mr = unsafe { self.register(arena.as_mut_ptr(), arena.len())? };
+        Ok(RegisteredArena { mr, arena })
+    }
+
     /// Registers `len` bytes at `addr` for local write (receives) and reads.
     ///
     /// # Safety
