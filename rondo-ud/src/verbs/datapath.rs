@@ -146,9 +146,8 @@ impl VerbsDatapath {
         if mtu < 256 {
             return Err(VerbsError::Config("MTU must be at least 256 bytes"));
         }
-        let gid_len = usize::try_from(attr.gid_tbl_len).unwrap_or(0).max(1);
         let gid = ctx
-            .gid_table(gid_len * usize::from(port))?
+            .all_gids()?
             .into_iter()
             .find(|g| {
                 g.port_num == u32::from(port) && g.gid_index == u32::from(cfg.address.sgid_index)

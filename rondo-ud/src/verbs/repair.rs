@@ -222,7 +222,13 @@ impl InOrderPlacement {
         Ok(outcome)
     }
 
-    fn place(&mut self, expected: u64, psn: u64, len: usize, copies: &mut Vec<RepairCopy>) -> Outcome {
+    fn place(
+        &mut self,
+        expected: u64,
+        psn: u64,
+        len: usize,
+        copies: &mut Vec<RepairCopy>,
+    ) -> Outcome {
         let Some(i) = psn
             .checked_sub(self.first)
             .filter(|&i| i < self.packets)

@@ -116,7 +116,18 @@ impl Context {
         Ok(attr)
     }
 
-    /// The GID table of every port, with each entry's type.
+    /// The GID tables of all ports, with each entry's type.
+    pub fn all_gids(&self) -> Result<Vec<ffi::ibv_gid_entry>, VerbsError> {
+        let ports = self.query_device()?.phys_port_cnt;
+        let mut total = 0usize;
+        for port in 1..=ports {
+            total += usize::try_from(self.query_port(port)?.gid_tbl_len).unwrap_or(0);
+        }
+        self.gid_table(total.max(1))
+    }
+
+    /// The GID table of every port, with each entry's type, for at most `max`
+    /// entries in all (fewer than the ports have is an error).
     pub fn gid_table(&self, max: usize) -> Result<Vec<ffi::ibv_gid_entry>, VerbsError> {
         let mut entries = vec![ffi::ibv_gid_entry::default(); max];
         // SAFETY: `entries` has room for `max` entries of the size passed.
