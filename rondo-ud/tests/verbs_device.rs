@@ -6,10 +6,10 @@
 //! device list is empty) it prints one line saying the tests were skipped and why,
 //! and reports them as skipped, never as passed.
 
-use rondo_ud::udp::{flow_config, Clock};
+use rondo_ud::udp::Clock;
 use rondo_ud::verbs::exchange::EndpointInfo;
 use rondo_ud::verbs::inventory::{inventory, GidKind};
-use rondo_ud::verbs::{VerbsConfig, VerbsDatapath, VerbsError};
+use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath, VerbsError};
 use rondo_ud::{ConnectionHandle, Endpoint, EndpointConfig, Event};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
@@ -87,11 +87,15 @@ struct Side {
     conn: ConnectionHandle,
 }
 
-fn side(cfg: &VerbsConfig, clock: &Clock, local: u32, remote: u32) -> Side {
-    let dp = VerbsDatapath::open(cfg.clone()).expect("open the verbs datapath");
+/// A datapath with its peer route, and an endpoint whose flow fits its MTU.
+fn side(dp: VerbsDatapath, peer: EndpointInfo, clock: &Clock, local: u32, remote: u32) -> Side {
+    let mut dp = dp;
+    dp.add_peer(local, peer)
+        .expect("add the peer: one AH per path and priority");
     let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let paths = peer.paths;
     let conn = ep
-        .connect(clock.now(), local, remote, &flow_config(cfg.paths))
+        .connect(clock.now(), local, remote, &flow_config(paths, dp.mtu()))
         .unwrap();
     Side { dp, ep, conn }
 }
@@ -110,11 +114,11 @@ fn exchange(a: EndpointInfo, b: EndpointInfo) -> (EndpointInfo, EndpointInfo) {
 
 fn transfer(cfg: &VerbsConfig) {
     let clock = Clock::new();
-    let mut a = side(cfg, &clock, 1, 2);
-    let mut b = side(cfg, &clock, 2, 1);
-    let (info_b, info_a) = exchange(a.dp.local_info(), b.dp.local_info());
-    a.dp.add_peer(1, info_b).unwrap();
-    b.dp.add_peer(2, info_a).unwrap();
+    let dp_a = VerbsDatapath::open(cfg.clone()).expect("open the verbs datapath");
+    let dp_b = VerbsDatapath::open(cfg.clone()).expect("open a second QP");
+    let (info_b, info_a) = exchange(dp_a.local_info(), dp_b.local_info());
+    let mut a = side(dp_a, info_b, &clock, 1, 2);
+    let mut b = side(dp_b, info_a, &clock, 2, 1);
     let msgs: Vec<Vec<u8>> = (0..6u64)
         .map(|i| {
             let mut rng = rondo_ud::mem::rng::Rng::new(i);

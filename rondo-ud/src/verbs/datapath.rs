@@ -1,22 +1,21 @@
-//! The driver loop: a UD QP, send and receive buffers in registered arenas, one
-//! AH per path and priority per peer, and [`VerbsDatapath::poll`] driving any
-//! [`Host`] like the UDP datapath's `poll`.
-#![allow(unsafe_code)] // the two posts, whose buffer contracts this driver keeps
+//! [`VerbsDatapath`]: a UD QP, send and receive buffers in registered arenas,
+//! one AH per path and priority per peer, and [`VerbsDatapath::poll`] driving any
+//! [`Host`] like the UDP datapath's `poll` (the loop itself is `driver`).
+#![allow(unsafe_code)] // the two posts, whose buffer contracts the driver keeps
 
-use super::address::{address_plan, ah_index, AddressConfig};
+use super::address::{address_plan, AddressConfig};
+use super::driver::{Completion, Driver, Nic, Route, SendDesc, VerbsStats};
 use super::error::VerbsError;
 use super::exchange::EndpointInfo;
-use super::grh::{self, GRH_LEN};
+use super::grh::GRH_LEN;
 use super::inventory::{mtu_bytes, GidKind};
 use super::qp_attr::UdTransition;
 use super::rx_ring::RxRing;
-use super::send::{SendConfig, SendQueue, SendWr};
+use super::send::{SendConfig, SendQueue};
 use super::sys::{self, Ah, Context, Cq, Pd, RegisteredArena, Sge, UdQp, UdSend};
-use crate::time::Instant;
-use crate::transmit::Host;
+use crate::transmit::{Host, Priority};
 use crate::udp::{Clock, PollOutcome};
 use reorder::HugePages;
-use std::collections::HashMap;
 use std::time::Duration;
 
 /// Settings of a [`VerbsDatapath`].
@@ -58,68 +57,112 @@ impl Default for VerbsConfig {
     }
 }
 
-/// Counters of a [`VerbsDatapath`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct VerbsStats {
-    /// Datagrams posted.
-    pub datagrams_out: u64,
-    /// Bytes posted.
-    pub bytes_out: u64,
-    /// `ibv_post_send` calls (doorbells).
-    pub doorbells: u64,
-    /// Inline sends.
-    pub inline: u64,
-    /// Signaled sends.
-    pub signaled: u64,
-    /// Datagrams received and handed to the host.
-    pub datagrams_in: u64,
-    /// Their bytes (GRH excluded).
-    pub bytes_in: u64,
-    /// Received with ECN CE.
-    pub ce_marks: u64,
-    /// Completions with an error status (send or receive).
-    pub completion_errors: u64,
-    /// Receives whose length did not fit a GRH and a buffer.
-    pub malformed: u64,
-    /// Transmits with no peer or path.
-    pub unroutable: u64,
-}
-
-/// A peer: its addressing data and its AHs.
+/// The real NIC: a UD QP, its CQs, the registered arenas and the AH table.
+/// Field order is drop order: QP and AHs before the CQs and the memory.
 #[derive(Debug)]
-struct Peer {
-    info: EndpointInfo,
-    ahs: Vec<Ah>,
-}
-
-/// One UD QP with its buffers, driving a [`Host`].
-///
-/// Field order is drop order: the QP before its CQs and PD, the MRs before the
-/// arenas they cover.
-#[derive(Debug)]
-pub struct VerbsDatapath {
-    peers: HashMap<u32, Peer>,
+pub(crate) struct IbvNic {
     qp: UdQp,
+    ahs: Vec<Ah>,
     send_cq: Cq,
     recv_cq: Cq,
     send_mem: RegisteredArena,
     recv_mem: RegisteredArena,
     pd: Pd,
     _ctx: Context,
+    wc: Vec<ibverbs_sys::ibv_wc>,
+}
+
+impl IbvNic {
+    fn poll(
+        cq: &Cq,
+        wc: &mut [ibverbs_sys::ibv_wc],
+        out: &mut [Completion],
+    ) -> Result<usize, VerbsError> {
+        let max = out.len().min(wc.len());
+        let n = cq.poll(&mut wc[..max])?;
+        for (o, w) in out.iter_mut().zip(&wc[..n]) {
+            *o = Completion {
+                wr_id: w.wr_id(),
+                ok: w.error().is_none(),
+                byte_len: w.len(),
+                grh: w.wc_flags.0 & ibverbs_sys::ibv_wc_flags::IBV_WC_GRH.0 != 0,
+            };
+        }
+        Ok(n)
+    }
+}
+
+impl Nic for IbvNic {
+    fn send_mem(&mut self) -> &mut [u8] {
+        self.send_mem.as_mut_slice()
+    }
+
+    fn recv_mem(&self) -> &[u8] {
+        self.recv_mem.as_slice()
+    }
+
+    fn post_send(&mut self, chain: &[SendDesc], slot_len: usize) -> Result<(), VerbsError> {
+        let lkey = self.send_mem.lkey();
+        let addr = self.send_mem.addr();
+        let mut sends = Vec::with_capacity(chain.len());
+        for d in chain {
+            let ah = self
+                .ahs
+                .get(d.ah)
+                .ok_or(VerbsError::Config("send through an AH that does not exist"))?;
+            sends.push(UdSend {
+                wr_id: d.wr.wr_id,
+                sge: Sge {
+                    addr: addr + (d.wr.slot * slot_len) as u64,
+                    length: d.wr.len as u32,
+                    lkey,
+                },
+                ah,
+                remote_qpn: d.remote_qpn,
+                remote_qkey: d.remote_qkey,
+                signaled: d.wr.signaled,
+                inline: d.wr.inline,
+            });
+        }
+        // SAFETY: each slot stays untouched until the SendQueue retires its WR on
+        // a (later) signaled completion; the arena outlives the QP (field order).
+        unsafe { self.qp.post_send(&sends) }
+    }
+
+    fn post_recv(&mut self, slots: &[usize], stride: usize) -> Result<(), VerbsError> {
+        let base = self.recv_mem.addr();
+        let lkey = self.recv_mem.lkey();
+        let mut wrs: Vec<(u64, [Sge; 2], usize)> = slots
+            .iter()
+            .map(|&slot| {
+                let sge = Sge {
+                    addr: base + (slot * stride) as u64,
+                    length: stride as u32,
+                    lkey,
+                };
+                (slot as u64, [sge, Sge::default()], 1)
+            })
+            .collect();
+        // SAFETY: each slot lies in the registered receive arena, which outlives
+        // the QP, and is not read until its completion is polled.
+        unsafe { self.qp.post_recv(&mut wrs) }
+    }
+
+    fn poll_send(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
+        IbvNic::poll(&self.send_cq, &mut self.wc, out)
+    }
+
+    fn poll_recv(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
+        IbvNic::poll(&self.recv_cq, &mut self.wc, out)
+    }
+}
+
+/// One UD QP with its buffers, driving a [`Host`].
+#[derive(Debug)]
+pub struct VerbsDatapath {
+    driver: Driver<IbvNic>,
     cfg: VerbsConfig,
     local: EndpointInfo,
-    /// Largest datagram now (the smallest MTU of this side and its peers).
-    mtu: usize,
-    /// Bytes of a send slot, and of a receive slot after its GRH: the MTU at open.
-    slot_len: usize,
-    sq: SendQueue,
-    rx: RxRing,
-    wc: Vec<ibverbs_sys::ibv_wc>,
-    planned: Vec<SendWr>,
-    /// The peer key (local flow) of each planned WR.
-    planned_peer: Vec<u32>,
-    rx_batch: Vec<usize>,
-    stats: VerbsStats,
 }
 
 impl VerbsDatapath {
@@ -200,29 +243,22 @@ impl VerbsDatapath {
             mtu,
             paths: cfg.paths,
         };
-        let mut dp = VerbsDatapath {
-            peers: HashMap::new(),
+        let nic = IbvNic {
             qp,
+            ahs: Vec::new(),
             send_cq,
             recv_cq,
-            pd,
-            _ctx: ctx,
             send_mem,
             recv_mem,
-            local,
-            mtu: mtu_us,
-            slot_len: mtu_us,
-            sq,
-            rx,
+            pd,
+            _ctx: ctx,
             wc: vec![ibverbs_sys::ibv_wc::default(); 64],
-            planned: Vec::with_capacity(depth),
-            planned_peer: Vec::with_capacity(depth),
-            rx_batch: Vec::with_capacity(cfg.recv_batch),
-            stats: VerbsStats::default(),
-            cfg,
         };
-        dp.repost()?;
-        Ok(dp)
+        Ok(VerbsDatapath {
+            driver: Driver::new(nic, mtu_us, sq, rx)?,
+            cfg,
+            local,
+        })
     }
 
     /// This endpoint's addressing data, for the peer (over TCP:
@@ -233,237 +269,91 @@ impl VerbsDatapath {
 
     /// Largest datagram this datapath sends (the MTU agreed with the peers).
     pub fn mtu(&self) -> usize {
-        self.mtu
+        self.driver.mtu
+    }
+
+    /// True when huge pages back the send and receive buffers.
+    pub fn huge_pages(&self) -> bool {
+        self.driver.nic.send_mem.is_huge() && self.driver.nic.recv_mem.is_huge()
     }
 
     /// Counters so far.
     pub fn stats(&self) -> VerbsStats {
-        let c = self.sq.counters();
-        VerbsStats {
-            doorbells: c.doorbells,
-            inline: c.inline,
-            signaled: c.signaled,
-            ..self.stats
-        }
+        self.driver.stats()
     }
 
     /// Routes local flow `local_flow` to `peer`: one AH per path and priority.
-    /// The datagram size becomes the smaller of the two MTUs.
+    /// The datagram size becomes the smaller of the two MTUs. Replacing the route
+    /// of a flow keeps the old AHs (sends may still use them).
     pub fn add_peer(&mut self, local_flow: u32, peer: EndpointInfo) -> Result<(), VerbsError> {
-        if peer.paths != self.cfg.paths {
-            return Err(VerbsError::Peer(format!(
-                "peer sprays over {} paths, this side over {}: use the same --paths on both",
-                peer.paths, self.cfg.paths
-            )));
-        }
-        if peer.qkey != self.cfg.qkey {
-            return Err(VerbsError::Peer(format!(
-                "peer qkey {:#x} differs from ours {:#x}: use the same qkey on both",
-                peer.qkey, self.cfg.qkey
-            )));
-        }
+        let route = check_peer(&self.cfg, &peer)?;
         let plan = address_plan(&self.cfg.address, &peer, self.cfg.paths)
             .map_err(|e| VerbsError::Peer(e.to_string()))?;
-        let ahs = plan
-            .iter()
-            .map(|spec| self.pd.create_ah(spec))
-            .collect::<Result<Vec<_>, _>>()?;
-        self.mtu = self.mtu.min(peer.mtu as usize);
-        self.peers.insert(local_flow, Peer { info: peer, ahs });
+        let nic = &mut self.driver.nic;
+        let ah_base = nic.ahs.len();
+        for spec in &plan {
+            let ah = nic.pd.create_ah(spec)?;
+            nic.ahs.push(ah);
+        }
+        self.driver.mtu = self.driver.mtu.min(peer.mtu as usize);
+        self.driver.routes.insert(
+            local_flow,
+            Route {
+                ah_base,
+                ahs: plan.len(),
+                ..route
+            },
+        );
         Ok(())
     }
 
-    /// One round of the driver loop, as `UdpDatapath::poll`: due timers, sends,
-    /// then busy-polls the completion queues for up to `max_wait` (less when the
-    /// host's next timer is sooner, not at all after sending), hands every
-    /// received datagram to the host, reposts receives, and runs timers and sends
-    /// once more.
+    /// One round of the driver loop, as `UdpDatapath::poll`: due timers, sends
+    /// (WR chains, one doorbell each), then busy-polls the completion queues for
+    /// up to `max_wait` (less when the host's next timer is sooner, not at all
+    /// after sending), hands every received datagram to the host, reposts
+    /// receives, and runs timers and sends once more.
+    ///
+    /// Errors: a failing post or poll (the QP is then unusable).
     pub fn poll<H: Host>(
         &mut self,
         host: &mut H,
         clock: &Clock,
         max_wait: Duration,
     ) -> Result<PollOutcome, VerbsError> {
-        let mut out = PollOutcome::default();
-        let now = clock.now();
-        run_timers(host, now);
-        out.sent += self.flush(host, now)?;
-        let wait = match host.poll_timeout() {
-            Some(t) => clock.until(t).min(max_wait),
-            None => max_wait,
-        };
-        let wait = if out.sent > 0 { Duration::ZERO } else { wait };
-        let start = std::time::Instant::now();
-        loop {
-            self.reap_sends()?;
-            let n = self.receive(host, clock)?;
-            out.received += n;
-            if n > 0 || start.elapsed() >= wait {
-                break;
-            }
-            std::hint::spin_loop();
-        }
-        self.repost()?;
-        let now = clock.now();
-        run_timers(host, now);
-        out.sent += self.flush(host, now)?;
-        Ok(out)
-    }
-
-    /// Polls the host for transmits into free send slots and posts them in
-    /// chains, one doorbell per chain.
-    fn flush<H: Host>(&mut self, host: &mut H, now: Instant) -> Result<usize, VerbsError> {
-        self.planned.clear();
-        self.planned_peer.clear();
-        while let Some(slot) = self.sq.next_slot() {
-            let base = slot * self.slot_len;
-            let buf = &mut self.send_mem.as_mut_slice()[base..base + self.mtu];
-            let Some(t) = host.poll_transmit(now, buf) else {
-                break;
-            };
-            let key = match self.peers.get_key_value(&t.flow) {
-                Some((&k, _)) => Some(k),
-                None if self.peers.len() == 1 => self.peers.keys().next().copied(),
-                None => None,
-            };
-            let ah = ah_index(t.path, t.priority);
-            let Some((key, peer)) = key
-                .and_then(|k| self.peers.get(&k).map(|p| (k, p)))
-                .filter(|(_, p)| ah < p.ahs.len() && t.len <= self.mtu)
-            else {
-                self.stats.unroutable += 1;
-                continue;
-            };
-            if let Some(wr) = self.sq.plan(t.len, ah, peer.info.qpn) {
-                self.stats.datagrams_out += 1;
-                self.stats.bytes_out += t.len as u64;
-                self.planned.push(wr);
-                self.planned_peer.push(key);
-            }
-        }
-        let n = self.planned.len();
-        let planned = std::mem::take(&mut self.planned);
-        let result = self.post_planned(&planned);
-        self.planned = planned;
-        result.map(|()| n)
-    }
-
-    fn post_planned(&mut self, planned: &[SendWr]) -> Result<(), VerbsError> {
-        let lkey = self.send_mem.lkey();
-        let addr = self.send_mem.addr();
-        let slot_len = self.slot_len as u64;
-        let mut sends = Vec::with_capacity(self.sq.config().max_chain);
-        let mut keys = self.planned_peer.iter();
-        for chain in self.sq.chains(planned) {
-            sends.clear();
-            for wr in chain {
-                // Peers are only ever added or replaced, so the key planned is there.
-                let Some(peer) = keys.next().and_then(|k| self.peers.get(k)) else {
-                    return Err(VerbsError::Config("planned send without its peer"));
-                };
-                sends.push(UdSend {
-                    wr_id: wr.wr_id,
-                    sge: Sge {
-                        addr: addr + wr.slot as u64 * slot_len,
-                        length: wr.len as u32,
-                        lkey,
-                    },
-                    ah: &peer.ahs[wr.ah],
-                    remote_qpn: wr.remote_qpn,
-                    remote_qkey: peer.info.qkey,
-                    signaled: wr.signaled,
-                    inline: wr.inline,
-                });
-            }
-            // SAFETY: each slot stays untouched until the SendQueue retires its WR
-            // on a (later) signaled completion; the arena outlives the QP.
-            unsafe { self.qp.post_send(&sends)? };
-        }
-        Ok(())
-    }
-
-    /// Retires send WRs whose signaled completions arrived.
-    fn reap_sends(&mut self) -> Result<(), VerbsError> {
-        loop {
-            let n = self.send_cq.poll(&mut self.wc)?;
-            for wc in &self.wc[..n] {
-                if wc.error().is_some() {
-                    self.stats.completion_errors += 1;
-                }
-                // A failed WR also ends the WRs before it.
-                let _ = self.sq.complete(wc.wr_id());
-            }
-            if n < self.wc.len() {
-                return Ok(());
-            }
-        }
-    }
-
-    /// Hands every completed receive to the host; returns how many.
-    fn receive<H: Host>(&mut self, host: &mut H, clock: &Clock) -> Result<usize, VerbsError> {
-        let n = self.recv_cq.poll(&mut self.wc)?;
-        if n == 0 {
-            return Ok(0);
-        }
-        let now = clock.now(); // one arrival time for what one poll receives
-        let stride = GRH_LEN + self.slot_len;
-        let mut delivered = 0;
-        for wc in &self.wc[..n] {
-            let slot = wc.wr_id() as usize;
-            if self.rx.complete(slot).is_err() {
-                self.stats.malformed += 1;
-                continue;
-            }
-            if wc.error().is_some() {
-                self.stats.completion_errors += 1;
-                continue;
-            }
-            let buf = &self.recv_mem.as_slice()[slot * stride..(slot + 1) * stride];
-            let Ok(datagram) = grh::strip_grh(buf, wc.len()) else {
-                self.stats.malformed += 1;
-                continue;
-            };
-            let has_grh = wc.wc_flags.0 & ibverbs_sys::ibv_wc_flags::IBV_WC_GRH.0 != 0;
-            let ce = has_grh && grh::ecn_ce(&buf[..GRH_LEN]);
-            self.stats.ce_marks += u64::from(ce);
-            self.stats.datagrams_in += 1;
-            self.stats.bytes_in += datagram.len() as u64;
-            // Path 0: the Rondo header's path id is authoritative.
-            host.handle_datagram(now, 0, datagram, ce);
-            delivered += 1;
-        }
-        Ok(delivered)
-    }
-
-    /// Posts the receive slots that are due, in one chain per batch.
-    fn repost(&mut self) -> Result<(), VerbsError> {
-        let stride = GRH_LEN + self.slot_len;
-        let base = self.recv_mem.addr();
-        let lkey = self.recv_mem.lkey();
-        let mut batch = std::mem::take(&mut self.rx_batch);
-        while self.rx.take_batch(&mut batch) > 0 {
-            let mut wrs: Vec<(u64, [Sge; 2], usize)> = batch
-                .iter()
-                .map(|&slot| {
-                    let sge = Sge {
-                        addr: base + (slot * stride) as u64,
-                        length: stride as u32,
-                        lkey,
-                    };
-                    (slot as u64, [sge, Sge::default()], 1)
-                })
-                .collect();
-            // SAFETY: each slot lies in the registered receive arena, which
-            // outlives the QP, and is not read until its completion is polled.
-            unsafe { self.qp.post_recv(&mut wrs)? };
-        }
-        self.rx_batch = batch;
-        Ok(())
+        self.driver.poll(host, clock, max_wait)
     }
 }
 
-fn run_timers<H: Host>(host: &mut H, now: Instant) {
-    if host.poll_timeout().is_some_and(|t| t <= now) {
-        host.handle_timeout(now);
+/// A [`FlowConfig`](crate::FlowConfig) for flows over a verbs datapath whose
+/// datagrams are at most `mtu` bytes ([`VerbsDatapath::mtu`], after `add_peer`):
+/// the UDP datapath's settings ([`crate::udp::flow_config`]) with that MTU. A
+/// flow's MTU must not exceed the datapath's: the host writes each datagram into
+/// a send slot of that size.
+pub fn flow_config(paths: u16, mtu: usize) -> crate::FlowConfig {
+    crate::FlowConfig {
+        mtu,
+        ..crate::udp::flow_config(paths)
     }
+}
+
+/// Checks a peer against the local settings; its route without AHs yet.
+pub(crate) fn check_peer(cfg: &VerbsConfig, peer: &EndpointInfo) -> Result<Route, VerbsError> {
+    if peer.paths != cfg.paths {
+        return Err(VerbsError::Peer(format!(
+            "peer sprays over {} paths, this side over {}: use the same --paths on both",
+            peer.paths, cfg.paths
+        )));
+    }
+    if peer.qkey != cfg.qkey {
+        return Err(VerbsError::Peer(format!(
+            "peer qkey {:#x} differs from ours {:#x}: use the same qkey on both",
+            peer.qkey, cfg.qkey
+        )));
+    }
+    Ok(Route {
+        qpn: peer.qpn,
+        qkey: peer.qkey,
+        ah_base: 0,
+        ahs: usize::from(peer.paths) * Priority::COUNT,
+    })
 }

@@ -41,6 +41,7 @@
 
 pub mod address;
 mod datapath;
+mod driver;
 mod error;
 pub mod exchange;
 pub mod flow_label;
@@ -51,5 +52,6 @@ pub mod repair;
 pub mod rx_ring;
 pub mod send;
 pub mod sys;
-pub use datapath::{VerbsConfig, VerbsDatapath, VerbsStats};
+pub use datapath::{flow_config, VerbsConfig, VerbsDatapath};
+pub use driver::VerbsStats;
 pub use error::VerbsError;
