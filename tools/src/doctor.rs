@@ -73,7 +73,19 @@ struct Report {
     memlock_bytes: Option<u64>,
     memlock_unlimited: bool,
     findings: Vec<Finding>,
+    /// The device, port and GID index to run on: the first active port's first
+    /// RoCE v2 GID with an IPv4 address (else any RoCE v2 GID, else an IB GID).
+    suggested: Option<Suggestion>,
     ready: bool,
+}
+
+/// Where to run Rondo on this host.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+struct Suggestion {
+    device: String,
+    port: u8,
+    gid_index: u32,
+    ip: String,
 }
 
 /// Runs `rondo doctor`.
@@ -90,9 +102,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         memlock_bytes: memlock.flatten(),
         memlock_unlimited: memlock == Some(None),
         findings: Vec::new(),
+        suggested: None,
         ready: false,
     };
     report.findings = diagnose(&report);
+    report.suggested = suggest(&report.devices);
     report.ready = report.findings.is_empty();
     let out = if args.json {
         serde_json::to_string_pretty(&report)? + "\n"
@@ -246,6 +260,33 @@ fn diagnose(r: &Report) -> Vec<Finding> {
     out
 }
 
+/// The device, port and GID to use (see [`Report::suggested`]).
+fn suggest(devices: &[Device]) -> Option<Suggestion> {
+    let candidates = || {
+        devices.iter().flat_map(|d| {
+            d.ports
+                .iter()
+                .filter(|p| p.state == "ACTIVE")
+                .flat_map(move |p| p.gids.iter().map(move |g| (d, p, g)))
+        })
+    };
+    let rank = |g: &Gid| match (g.kind, g.ip.contains('.')) {
+        ("RoCE v2", true) => 0,
+        ("RoCE v2", false) => 1,
+        ("IB", _) => 2,
+        _ => 3,
+    };
+    candidates()
+        .filter(|(_, _, g)| rank(g) < 3)
+        .min_by_key(|(_, _, g)| rank(g))
+        .map(|(d, p, g)| Suggestion {
+            device: d.name.clone(),
+            port: p.port,
+            gid_index: g.index,
+            ip: g.ip.clone(),
+        })
+}
+
 /// The text report.
 fn text(r: &Report) -> String {
     use std::fmt::Write;
@@ -295,6 +336,13 @@ fn text(r: &Report) -> String {
         (false, None) => "unknown".to_string(),
     };
     let _ = writeln!(s, "ulimit -l: {memlock}");
+    if let Some(g) = &r.suggested {
+        let _ = writeln!(
+            s,
+            "use: device {} port {} GID index {} ({})",
+            g.device, g.port, g.gid_index, g.ip
+        );
+    }
     if r.findings.is_empty() {
         let _ = writeln!(s, "ready: nothing missing for Rondo over verbs");
     } else {
@@ -340,8 +388,32 @@ mod tests {
             memlock_bytes: None,
             memlock_unlimited: true,
             findings: Vec::new(),
+            suggested: None,
             ready: false,
         }
+    }
+
+    #[test]
+    fn suggests_the_ipv4_roce_v2_gid_of_an_active_port() {
+        let mut r = report();
+        let gid = |index: u32, kind: &'static str, ip: &str| Gid {
+            index,
+            kind,
+            gid: String::new(),
+            ip: ip.into(),
+        };
+        r.devices[0].ports[0].gids = vec![
+            gid(0, "RoCE v1", "fe80::1"),
+            gid(1, "RoCE v2", "fe80::1"),
+            gid(2, "RoCE v1", "10.0.0.1"),
+            gid(3, "RoCE v2", "10.0.0.1"),
+        ];
+        let s = suggest(&r.devices).unwrap();
+        assert_eq!((s.device.as_str(), s.port, s.gid_index), ("mlx5_0", 1, 3));
+        r.devices[0].ports[0].gids.truncate(2);
+        assert_eq!(suggest(&r.devices).unwrap().gid_index, 1);
+        r.devices[0].ports[0].state = "DOWN";
+        assert_eq!(suggest(&r.devices), None, "only active ports");
     }
 
     #[test]
