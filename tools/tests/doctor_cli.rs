@@ -26,6 +26,7 @@ fn doctor_json_reports_the_host_and_what_is_missing() {
         "huge_pages",
         "memlock_unlimited",
         "findings",
+        "suggested",
         "ready",
     ] {
         assert!(json.get(key).is_some(), "key {key} missing: {stdout}");
