@@ -42,3 +42,28 @@ fn zero_paths_are_refused_before_touching_a_device() {
         Err(VerbsError::Config(_))
     ));
 }
+
+#[test]
+fn bad_queue_settings_are_refused_before_touching_a_device() {
+    let mut cfg = VerbsConfig::default();
+    cfg.send.signal_every = cfg.send.depth; // would fill the queue with unsignaled WRs
+    let err = VerbsDatapath::open(cfg).unwrap_err();
+    assert!(matches!(err, VerbsError::SendQueue(_)), "{err}");
+    assert!(err.to_string().contains("signal_every"), "{err}");
+    let cfg = VerbsConfig {
+        recv_batch: 0,
+        ..VerbsConfig::default()
+    };
+    assert!(matches!(
+        VerbsDatapath::open(cfg),
+        Err(VerbsError::RxRing(_))
+    ));
+    let cfg = VerbsConfig {
+        mtu: Some(9000),
+        ..VerbsConfig::default()
+    };
+    assert!(matches!(
+        VerbsDatapath::open(cfg),
+        Err(VerbsError::Config(_))
+    ));
+}

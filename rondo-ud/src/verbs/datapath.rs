@@ -172,6 +172,14 @@ impl VerbsDatapath {
         if cfg.paths == 0 {
             return Err(VerbsError::Config("paths must be at least 1"));
         }
+        if cfg.mtu.is_some_and(|m| !(256..=4096).contains(&m)) {
+            return Err(VerbsError::Config(
+                "mtu must be 256 to 4096 bytes (RoCE MTUs)",
+            ));
+        }
+        // Settings first: they fail without touching a device.
+        SendQueue::new(cfg.send)?;
+        let rx = RxRing::new(cfg.recv_slots, cfg.recv_batch)?;
         if sys::device_names()?.is_empty() {
             return Err(VerbsError::NoDevice);
         }
@@ -184,11 +192,8 @@ impl VerbsDatapath {
                 what: "is not ACTIVE: check the cable and `ip link` of its netdev".into(),
             });
         }
-        let active = mtu_bytes(attr.active_mtu);
+        let active = mtu_bytes(attr.active_mtu).max(256);
         let mtu = cfg.mtu.map_or(active, |m| m.min(active));
-        if mtu < 256 {
-            return Err(VerbsError::Config("MTU must be at least 256 bytes"));
-        }
         let gid = ctx
             .all_gids()?
             .into_iter()
@@ -229,9 +234,7 @@ impl VerbsDatapath {
         }
         let mut send_cfg = cfg.send;
         send_cfg.max_inline = send_cfg.max_inline.min(qp.max_inline() as usize);
-        let sq = SendQueue::new(send_cfg).map_err(|_| VerbsError::Config("send queue settings"))?;
-        let rx = RxRing::new(cfg.recv_slots, cfg.recv_batch)
-            .map_err(|_| VerbsError::Config("recv_slots and recv_batch: 1 <= batch <= slots"))?;
+        let sq = SendQueue::new(send_cfg)?;
         let mtu_us = mtu as usize;
         let send_mem = pd.register_arena(depth * mtu_us, cfg.huge_pages)?;
         let recv_mem = pd.register_arena(cfg.recv_slots * (GRH_LEN + mtu_us), cfg.huge_pages)?;

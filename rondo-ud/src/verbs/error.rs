@@ -37,6 +37,12 @@ pub enum VerbsError {
     /// Memory for the send or receive buffers could not be mapped.
     #[error("cannot map datapath buffers: {0}")]
     Memory(#[from] reorder::ReorderError),
+    /// Send-queue settings that cannot work.
+    #[error(transparent)]
+    SendQueue(#[from] super::send::SendError),
+    /// Receive-ring settings that cannot work.
+    #[error(transparent)]
+    RxRing(#[from] super::rx_ring::RxRingError),
     /// The peer's addressing data does not fit.
     #[error("peer endpoint: {0}")]
     Peer(String),

@@ -27,7 +27,7 @@ pub struct EndpointInfo {
     pub gid: [u8; 16],
     /// Port LID (InfiniBand; 0 on RoCE).
     pub lid: u16,
-    /// Active MTU of the port, in bytes (256 to 4096).
+    /// Largest datagram, in bytes (256 to 4096; the port's active MTU or less).
     pub mtu: u32,
     /// Logical paths the endpoint sprays over.
     pub paths: u16,
@@ -92,10 +92,8 @@ impl EndpointInfo {
         if info.qpn > 0xFF_FFFF {
             return Err(ExchangeError::BadField("QPN above 24 bits"));
         }
-        if !(256..=4096).contains(&info.mtu) || !info.mtu.is_power_of_two() {
-            return Err(ExchangeError::BadField(
-                "MTU not one of 256, 512, 1024, 2048, 4096",
-            ));
+        if !(256..=4096).contains(&info.mtu) {
+            return Err(ExchangeError::BadField("MTU outside 256..=4096 bytes"));
         }
         if info.paths == 0 {
             return Err(ExchangeError::BadField("zero paths"));
@@ -149,11 +147,17 @@ mod tests {
             EndpointInfo::decode(&b[..39]),
             Err(ExchangeError::BadField(_))
         ));
-        let bad_mtu = EndpointInfo { mtu: 1500, ..a };
+        let bad_mtu = EndpointInfo { mtu: 9000, ..a };
         assert!(matches!(
             EndpointInfo::decode(&bad_mtu.encode()),
             Err(ExchangeError::BadField(_))
         ));
+        let odd_mtu = EndpointInfo { mtu: 1500, ..a };
+        assert_eq!(
+            EndpointInfo::decode(&odd_mtu.encode()).unwrap(),
+            odd_mtu,
+            "a datagram size below the port MTU"
+        );
         let bad_qpn = EndpointInfo { qpn: 1 << 24, ..a };
         assert!(matches!(
             EndpointInfo::decode(&bad_qpn.encode()),
