@@ -191,4 +191,24 @@ mod tests {
             Err(ExchangeError::Io(_))
         ));
     }
+
+    proptest::proptest! {
+        /// Any bytes decode to a record or a typed error, never a panic; a record
+        /// that decodes re-encodes to the same 40 bytes.
+        #[test]
+        fn decoding_any_bytes_never_panics(
+            mut bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            valid_prefix in proptest::prelude::any::<bool>(),
+        ) {
+            if valid_prefix && bytes.len() >= 5 {
+                bytes[..5].copy_from_slice(b"RNDV\x01"); // reach the field checks
+            }
+            if let Ok(info) = EndpointInfo::decode(&bytes) {
+                let mut canonical = bytes[..ENDPOINT_INFO_LEN].to_vec();
+                canonical[5] = 0; // padding
+                canonical[18..20].fill(0);
+                proptest::prop_assert_eq!(info.encode().to_vec(), canonical);
+            }
+        }
+    }
 }

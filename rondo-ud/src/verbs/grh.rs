@@ -100,4 +100,19 @@ mod tests {
         assert_eq!(traffic_class(&[0u8; GRH_LEN]), None);
         assert_eq!(traffic_class(&[0x60; 10]), None, "too short");
     }
+
+    proptest::proptest! {
+        /// Any buffer and completion length give a datagram inside the buffer
+        /// or a typed error, never a panic.
+        #[test]
+        fn stripping_never_panics(len in 0usize..200, byte_len in 0usize..300) {
+            let buf = vec![0x45u8; len];
+            match strip_grh(&buf, byte_len) {
+                Ok(d) => proptest::prop_assert_eq!(d.len(), byte_len - GRH_LEN),
+                Err(GrhError::Short(n)) => proptest::prop_assert!(n < GRH_LEN),
+                Err(GrhError::Overrun { buffer, .. }) => proptest::prop_assert!(byte_len > buffer),
+            }
+            let _ = traffic_class(&buf);
+        }
+    }
 }
