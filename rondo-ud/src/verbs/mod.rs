@@ -14,12 +14,12 @@
 //! zero-copy receive path posts by (this first driver copies every payload; see
 //! `docs/ibverbs.md`). Endpoints exchange [`exchange::EndpointInfo`] over TCP.
 //!
-//! Everything but [`sys`] (the thin FFI layer) and the driver loop is plain Rust,
-//! unit-tested without a device.
+//! Everything but [`sys`] (the thin FFI layer) is plain Rust, unit-tested without
+//! a device; the driver loop runs over a `Nic` trait, tested over an in-memory NIC.
 //!
 //! ```no_run
-//! use rondo_ud::udp::{flow_config, Clock};
-//! use rondo_ud::verbs::{VerbsConfig, VerbsDatapath};
+//! use rondo_ud::udp::Clock;
+//! use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath};
 //! use rondo_ud::{Endpoint, EndpointConfig};
 //! use std::net::TcpStream;
 //! use std::time::Duration;
@@ -31,7 +31,7 @@
 //! dp.add_peer(1, peer)?;
 //! let clock = Clock::new();
 //! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
-//! ep.connect(clock.now(), 1, 2, &flow_config(8)).unwrap();
+//! ep.connect(clock.now(), 1, 2, &flow_config(8, dp.mtu())).unwrap();
 //! loop {
 //!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
 //!     # break;
