@@ -32,6 +32,8 @@ pub mod time;
 pub mod transmit;
 #[cfg(target_os = "linux")]
 pub mod udp;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+pub mod verbs;
 pub mod wire;
 
 pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate};

@@ -7,6 +7,7 @@
 
 mod chart;
 mod demo;
+mod doctor;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -26,11 +27,15 @@ enum Command {
     /// with the packet scheduler on and off, and print goodput, utilization and
     /// reordering (OOD/RBO).
     Demo(demo::Args),
+    /// Check this host for Rondo's verbs datapath: RDMA devices, ports, GIDs, MTU,
+    /// huge pages, `ulimit -l`; say what is missing and how to fix it.
+    Doctor(doctor::Args),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
+        Command::Doctor(args) => doctor::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,362 @@
+//! [`VerbsDatapath`]: a UD QP, send and receive buffers in registered arenas,
+//! one AH per path and priority per peer, and [`VerbsDatapath::poll`] driving any
+//! [`Host`] like the UDP datapath's `poll` (the loop itself is `driver`).
+#![allow(unsafe_code)] // the two posts, whose buffer contracts the driver keeps
+
+use super::address::{address_plan, AddressConfig};
+use super::driver::{Completion, Driver, Nic, Route, SendDesc, VerbsStats};
+use super::error::VerbsError;
+use super::exchange::EndpointInfo;
+use super::grh::GRH_LEN;
+use super::inventory::{mtu_bytes, GidKind};
+use super::qp_attr::UdTransition;
+use super::rx_ring::RxRing;
+use super::send::{SendConfig, SendQueue};
+use super::sys::{self, Ah, Context, Cq, Pd, RegisteredArena, Sge, UdQp, UdSend};
+use crate::transmit::{Host, Priority};
+use crate::udp::{Clock, PollOutcome};
+use reorder::HugePages;
+use std::time::Duration;
+
+/// Settings of a [`VerbsDatapath`].
+#[derive(Clone, Debug)]
+pub struct VerbsConfig {
+    /// Device name (`mlx5_0`; `rondo doctor` lists them).
+    pub device: String,
+    /// Logical paths (one AH per path and priority per peer).
+    pub paths: u16,
+    /// Queue key of the QP, the same on both sides.
+    pub qkey: u32,
+    /// Port, GID index, source ports and traffic classes.
+    pub address: AddressConfig,
+    /// Send queue: depth, chain length, signaling, inline size.
+    pub send: SendConfig,
+    /// Receive buffers of `GRH + MTU` bytes.
+    pub recv_slots: usize,
+    /// Receives reposted per `ibv_post_recv` chain. Default 32.
+    pub recv_batch: usize,
+    /// Largest datagram, in bytes, below the port's active MTU (`None`: the MTU).
+    pub mtu: Option<u32>,
+    /// Huge pages for the buffers.
+    pub huge_pages: HugePages,
+}
+
+impl Default for VerbsConfig {
+    fn default() -> VerbsConfig {
+        VerbsConfig {
+            device: String::from("mlx5_0"),
+            paths: 8,
+            qkey: 0x5247_0001,
+            address: AddressConfig::default(),
+            send: SendConfig::default(),
+            recv_slots: 1024,
+            recv_batch: 32,
+            mtu: None,
+            huge_pages: HugePages::Auto,
+        }
+    }
+}
+
+/// The real NIC: a UD QP, its CQs, the registered arenas and the AH table.
+/// Field order is drop order: QP and AHs before the CQs and the memory.
+#[derive(Debug)]
+pub(crate) struct IbvNic {
+    qp: UdQp,
+    ahs: Vec<Ah>,
+    send_cq: Cq,
+    recv_cq: Cq,
+    send_mem: RegisteredArena,
+    recv_mem: RegisteredArena,
+    pd: Pd,
+    _ctx: Context,
+    wc: Vec<ibverbs_sys::ibv_wc>,
+}
+
+impl IbvNic {
+    fn poll(
+        cq: &Cq,
+        wc: &mut [ibverbs_sys::ibv_wc],
+        out: &mut [Completion],
+    ) -> Result<usize, VerbsError> {
+        let max = out.len().min(wc.len());
+        let n = cq.poll(&mut wc[..max])?;
+        for (o, w) in out.iter_mut().zip(&wc[..n]) {
+            *o = Completion {
+                wr_id: w.wr_id(),
+                ok: w.error().is_none(),
+                byte_len: w.len(),
+                grh: w.wc_flags.0 & ibverbs_sys::ibv_wc_flags::IBV_WC_GRH.0 != 0,
+            };
+        }
+        Ok(n)
+    }
+}
+
+impl Nic for IbvNic {
+    fn send_mem(&mut self) -> &mut [u8] {
+        self.send_mem.as_mut_slice()
+    }
+
+    fn recv_mem(&self) -> &[u8] {
+        self.recv_mem.as_slice()
+    }
+
+    fn post_send(&mut self, chain: &[SendDesc], slot_len: usize) -> Result<(), VerbsError> {
+        let lkey = self.send_mem.lkey();
+        let addr = self.send_mem.addr();
+        let mut sends = Vec::with_capacity(chain.len());
+        for d in chain {
+            let ah = self
+                .ahs
+                .get(d.ah)
+                .ok_or(VerbsError::Config("send through an AH that does not exist"))?;
+            sends.push(UdSend {
+                wr_id: d.wr.wr_id,
+                sge: Sge {
+                    addr: addr + (d.wr.slot * slot_len) as u64,
+                    length: d.wr.len as u32,
+                    lkey,
+                },
+                ah,
+                remote_qpn: d.remote_qpn,
+                remote_qkey: d.remote_qkey,
+                signaled: d.wr.signaled,
+                inline: d.wr.inline,
+            });
+        }
+        // SAFETY: each slot stays untouched until the SendQueue retires its WR on
+        // a (later) signaled completion; the arena outlives the QP (field order).
+        unsafe { self.qp.post_send(&sends) }
+    }
+
+    fn post_recv(&mut self, slots: &[usize], stride: usize) -> Result<(), VerbsError> {
+        let base = self.recv_mem.addr();
+        let lkey = self.recv_mem.lkey();
+        let mut wrs: Vec<(u64, [Sge; 2], usize)> = slots
+            .iter()
+            .map(|&slot| {
+                let sge = Sge {
+                    addr: base + (slot * stride) as u64,
+                    length: stride as u32,
+                    lkey,
+                };
+                (slot as u64, [sge, Sge::default()], 1)
+            })
+            .collect();
+        // SAFETY: each slot lies in the registered receive arena, which outlives
+        // the QP, and is not read until its completion is polled.
+        unsafe { self.qp.post_recv(&mut wrs) }
+    }
+
+    fn poll_send(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
+        IbvNic::poll(&self.send_cq, &mut self.wc, out)
+    }
+
+    fn poll_recv(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
+        IbvNic::poll(&self.recv_cq, &mut self.wc, out)
+    }
+}
+
+/// One UD QP with its buffers, driving a [`Host`].
+#[derive(Debug)]
+pub struct VerbsDatapath {
+    driver: Driver<IbvNic>,
+    cfg: VerbsConfig,
+    local: EndpointInfo,
+}
+
+impl VerbsDatapath {
+    /// Opens the device, creates the QP and brings it to RTS, maps and registers
+    /// the buffers and posts the receives.
+    pub fn open(cfg: VerbsConfig) -> Result<VerbsDatapath, VerbsError> {
+        if cfg.paths == 0 {
+            return Err(VerbsError::Config("paths must be at least 1"));
+        }
+        if cfg.mtu.is_some_and(|m| !(256..=4096).contains(&m)) {
+            return Err(VerbsError::Config(
+                "mtu must be 256 to 4096 bytes (RoCE MTUs)",
+            ));
+        }
+        // Settings first: they fail without touching a device.
+        SendQueue::new(cfg.send)?;
+        let rx = RxRing::new(cfg.recv_slots, cfg.recv_batch)?;
+        if sys::device_names()?.is_empty() {
+            return Err(VerbsError::NoDevice);
+        }
+        let ctx = Context::open(&cfg.device)?;
+        let port = cfg.address.port;
+        let attr = ctx.query_port(port)?;
+        if attr.state != 4 {
+            return Err(VerbsError::Port {
+                port,
+                what: "is not ACTIVE: check the cable and `ip link` of its netdev".into(),
+            });
+        }
+        let active = mtu_bytes(attr.active_mtu).max(256);
+        let mtu = cfg.mtu.map_or(active, |m| m.min(active));
+        let gid = ctx
+            .all_gids()?
+            .into_iter()
+            .find(|g| {
+                g.port_num == u32::from(port) && g.gid_index == u32::from(cfg.address.sgid_index)
+            })
+            .ok_or_else(|| VerbsError::Port {
+                port,
+                what: format!(
+                    "has no GID at index {}: pick one from `rondo doctor`",
+                    cfg.address.sgid_index
+                ),
+            })?;
+        if attr.link_layer == 2 && GidKind::from_raw(gid.gid_type) != GidKind::RoceV2 {
+            return Err(VerbsError::Port {
+                port,
+                what: format!(
+                    "GID index {} is not RoCE v2: flow labels only steer RoCEv2 (UDP) traffic; pick a RoCE v2 GID from `rondo doctor`",
+                    cfg.address.sgid_index
+                ),
+            });
+        }
+        let pd = ctx.alloc_pd()?;
+        let depth = cfg.send.depth;
+        let send_cq = ctx.create_cq(depth)?;
+        let recv_cq = ctx.create_cq(cfg.recv_slots)?;
+        let max_wr =
+            |n: usize| u32::try_from(n).map_err(|_| VerbsError::Config("queue size above u32"));
+        let qp = pd.create_ud_qp(
+            &send_cq,
+            &recv_cq,
+            max_wr(depth)?,
+            max_wr(cfg.recv_slots)?,
+            max_wr(cfg.send.max_inline)?,
+        )?;
+        for t in UdTransition::bring_up(port, cfg.qkey, 0) {
+            qp.modify(&t.attrs())?;
+        }
+        let mut send_cfg = cfg.send;
+        send_cfg.max_inline = send_cfg.max_inline.min(qp.max_inline() as usize);
+        let sq = SendQueue::new(send_cfg)?;
+        let mtu_us = mtu as usize;
+        let send_mem = pd.register_arena(depth * mtu_us, cfg.huge_pages)?;
+        let recv_mem = pd.register_arena(cfg.recv_slots * (GRH_LEN + mtu_us), cfg.huge_pages)?;
+        let local = EndpointInfo {
+            qpn: qp.qpn(),
+            qkey: cfg.qkey,
+            gid: sys::gid_raw(&gid.gid),
+            lid: attr.lid,
+            mtu,
+            paths: cfg.paths,
+        };
+        let nic = IbvNic {
+            qp,
+            ahs: Vec::new(),
+            send_cq,
+            recv_cq,
+            send_mem,
+            recv_mem,
+            pd,
+            _ctx: ctx,
+            wc: vec![ibverbs_sys::ibv_wc::default(); 64],
+        };
+        Ok(VerbsDatapath {
+            driver: Driver::new(nic, mtu_us, sq, rx)?,
+            cfg,
+            local,
+        })
+    }
+
+    /// This endpoint's addressing data, for the peer (over TCP:
+    /// [`EndpointInfo::exchange`]).
+    pub fn local_info(&self) -> EndpointInfo {
+        self.local
+    }
+
+    /// Largest datagram this datapath sends (the MTU agreed with the peers).
+    pub fn mtu(&self) -> usize {
+        self.driver.mtu
+    }
+
+    /// True when huge pages back the send and receive buffers.
+    pub fn huge_pages(&self) -> bool {
+        self.driver.nic.send_mem.is_huge() && self.driver.nic.recv_mem.is_huge()
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> VerbsStats {
+        self.driver.stats()
+    }
+
+    /// Routes local flow `local_flow` to `peer`: one AH per path and priority.
+    /// The datagram size becomes the smaller of the two MTUs. Replacing the route
+    /// of a flow keeps the old AHs (sends may still use them).
+    pub fn add_peer(&mut self, local_flow: u32, peer: EndpointInfo) -> Result<(), VerbsError> {
+        let route = check_peer(&self.cfg, &peer)?;
+        let plan = address_plan(&self.cfg.address, &peer, self.cfg.paths)
+            .map_err(|e| VerbsError::Peer(e.to_string()))?;
+        let nic = &mut self.driver.nic;
+        let ah_base = nic.ahs.len();
+        for spec in &plan {
+            let ah = nic.pd.create_ah(spec)?;
+            nic.ahs.push(ah);
+        }
+        self.driver.mtu = self.driver.mtu.min(peer.mtu as usize);
+        self.driver.routes.insert(
+            local_flow,
+            Route {
+                ah_base,
+                ahs: plan.len(),
+                ..route
+            },
+        );
+        Ok(())
+    }
+
+    /// One round of the driver loop, as `UdpDatapath::poll`: due timers, sends
+    /// (WR chains, one doorbell each), then busy-polls the completion queues for
+    /// up to `max_wait` (less when the host's next timer is sooner, not at all
+    /// after sending), hands every received datagram to the host, reposts
+    /// receives, and runs timers and sends once more.
+    ///
+    /// Errors: a failing post or poll (the QP is then unusable).
+    pub fn poll<H: Host>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        max_wait: Duration,
+    ) -> Result<PollOutcome, VerbsError> {
+        self.driver.poll(host, clock, max_wait)
+    }
+}
+
+/// A [`FlowConfig`](crate::FlowConfig) for flows over a verbs datapath whose
+/// datagrams are at most `mtu` bytes ([`VerbsDatapath::mtu`], after `add_peer`):
+/// the UDP datapath's settings ([`crate::udp::flow_config`]) with that MTU. A
+/// flow's MTU must not exceed the datapath's: the host writes each datagram into
+/// a send slot of that size.
+pub fn flow_config(paths: u16, mtu: usize) -> crate::FlowConfig {
+    crate::FlowConfig {
+        mtu,
+        ..crate::udp::flow_config(paths)
+    }
+}
+
+/// Checks a peer against the local settings; its route without AHs yet.
+pub(crate) fn check_peer(cfg: &VerbsConfig, peer: &EndpointInfo) -> Result<Route, VerbsError> {
+    if peer.paths != cfg.paths {
+        return Err(VerbsError::Peer(format!(
+            "peer sprays over {} paths, this side over {}: use the same --paths on both",
+            peer.paths, cfg.paths
+        )));
+    }
+    if peer.qkey != cfg.qkey {
+        return Err(VerbsError::Peer(format!(
+            "peer qkey {:#x} differs from ours {:#x}: use the same qkey on both",
+            peer.qkey, cfg.qkey
+        )));
+    }
+    Ok(Route {
+        qpn: peer.qpn,
+        qkey: peer.qkey,
+        ah_base: 0,
+        ahs: usize::from(peer.paths) * Priority::COUNT,
+    })
+}
