@@ -9,10 +9,11 @@
 //! `poll_transmit`.
 //!
 //! Datapaths drive any [`Host`]: [`mem`] (deterministic, in memory, for tests),
-//! `udp` (kernel UDP sockets, Linux; `docs/udp.md`), and the simulator in the `sim`
-//! crate. [`fault`] injects faults around any of them; [`placement`] decides where
+//! `udp` (kernel UDP sockets, Linux; `docs/udp.md`), `verbs` (ibverbs UD queue
+//! pairs on RDMA NICs, cargo feature `verbs`; `docs/ibverbs.md`), and the simulator
+//! in the `sim` crate. [`fault`] injects faults around any of them; [`placement`] decides where
 //! received payloads land.
-#![deny(unsafe_code)] // allowed in `udp::sys` only, the kernel calls of the UDP datapath
+#![deny(unsafe_code)] // allowed only where the datapaths call the kernel or the NIC: `udp::sys`, `verbs::sys`, `verbs::datapath`
 
 pub mod config;
 pub mod connection;
