@@ -1,12 +1,14 @@
 //! `rondo`: the command-line front end of the Rondo transport.
 //!
 //! `rondo demo` runs one long transfer over the in-memory two-host testbed and
-//! compares Rondo with and without its packet scheduler. Further subcommands
-//! (simulation, sweeps, performance runs on real hosts) join [`Command`] as their
+//! compares Rondo with and without its packet scheduler; `rondo sim` runs scenario
+//! files and the paper's figures on the packet-level simulator. Further
+//! subcommands (sweeps, performance runs on real hosts) join [`Command`] as their
 //! crates land.
 
 mod chart;
 mod demo;
+mod sim;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -26,11 +28,15 @@ enum Command {
     /// with the packet scheduler on and off, and print goodput, utilization and
     /// reordering (OOD/RBO).
     Demo(demo::Args),
+    /// Run a scenario file or a built-in (the paper's figures) on the packet-level
+    /// simulator and print goodput, utilization, OOD/RBO, completion times.
+    Sim(sim::Args),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
+        Command::Sim(args) => sim::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
