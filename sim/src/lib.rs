@@ -1,6 +1,60 @@
 //! Rondo's discrete-event packet-level simulator.
 //!
-//! Not written yet: the issue "Packet-level simulator and `rondo sim`" builds it.
-//! Until then the deterministic in-memory network of `rondo_ud::mem` is the only
-//! place the engine runs. This crate exports nothing.
+//! Every host runs a real [`rondo_ud::Endpoint`] (one per host, its shared reorder
+//! buffer being the NIC's), driven through the [`rondo_ud::Host`] trait exactly as
+//! the datagram backends drive it: the simulator only moves bytes and time.
+//!
+//! - Time is integer picoseconds ([`rondo_ud::time::Instant`]). Events sit in a
+//!   radix heap keyed by (time, sequence), so ties run in the order they were
+//!   scheduled; each link keeps at most one pending serialisation event and one
+//!   pending arrival event (the head of its wire), each host at most one valid
+//!   timer (stale ones are skipped by generation), so the heap grows with links
+//!   and hosts, not with packets. A packet costs one arrival event per hop, plus
+//!   a serialisation event at each hop where it had to wait.
+//! - Packets live in a slab of MTU-sized buffers with a free list; forwarding
+//!   tables are arrays; ECMP hashes the packet's flow and logical path id with a
+//!   per-switch salt at every hop, so logical paths can collide.
+//! - Links have a rate and a propagation delay; switches are output-queued with
+//!   three strict-priority classes (control > data > probe), per-class drop
+//!   thresholds (a small one for probes, paper §4.2.2), a shared buffer, ECN
+//!   marking and optional PFC ([`SwitchConfig`]). A host's NIC is a link too.
+//!
+//! ```
+//! use rondo_sim::{FlowSpec, PathSpec, SimConfig, Simulator, Topology};
+//! use rondo_ud::time::{Duration, Instant};
+//! use rondo_ud::FlowConfig;
+//!
+//! let topo = Topology::Parallel {
+//!     host_gbps: 100.0,
+//!     paths: vec![PathSpec { gbps: 25.0, delay: Duration::from_us(5) }; 2],
+//! };
+//! let mut sim = Simulator::new(&topo, SimConfig::default())?;
+//! sim.add_flow(FlowSpec {
+//!     src: 0, dst: 1, start: Instant::ZERO, bytes: Some(100_000), stop: None,
+//!     paths: None, cfg: FlowConfig::default(), group: 0,
+//! })?;
+//! sim.run(Instant::from_us(10_000), &mut |_| {});
+//! let m = sim.metrics();
+//! assert_eq!(m.flows_completed, 1);
+//! assert_eq!(m.flows[0].delivered, 100_000);
+//! # Ok::<(), rondo_sim::SimError>(())
+//! ```
 #![forbid(unsafe_code)]
+
+mod config;
+mod error;
+mod net;
+pub mod scenario;
+mod sim;
+mod topology;
+mod trace;
+
+pub use config::{EcnConfig, PfcConfig, SimConfig, SwitchConfig};
+pub use error::SimError;
+pub use sim::metrics::{Drops, Metrics, RetxMetrics};
+pub use sim::{
+    Delivery, FlowResult, FlowSpec, LinkChange, LinkId, LinkStats, Progress, RunEnd, Simulator,
+    LONG_OUTSTANDING, MESSAGE_BYTES,
+};
+pub use topology::{LinkKind, PathSpec, Topology};
+pub use trace::{Trace, TraceSample};

@@ -1,5 +1,6 @@
-//! Small hand-written SVG bar charts: side-by-side panels, each with its own scale,
-//! bars coloured by series, and a legend.
+//! Small hand-written SVG charts: bar charts (side-by-side panels, each with its own
+//! scale, bars coloured by series, and a legend) and line charts of time series
+//! (panels stacked vertically over a shared time axis).
 
 use std::fmt::Write;
 
@@ -142,6 +143,160 @@ fn escape(t: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// One line of a [`LinePanel`].
+pub struct Line {
+    /// Legend text.
+    pub name: String,
+    /// (x, y) points, x increasing.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One panel of a [`LineChart`]: lines sharing a vertical scale.
+pub struct LinePanel {
+    /// Panel title.
+    pub title: String,
+    /// Unit of the values.
+    pub unit: String,
+    /// The lines.
+    pub lines: Vec<Line>,
+}
+
+/// Time-series panels stacked vertically, sharing the horizontal axis.
+pub struct LineChart {
+    /// Chart title.
+    pub title: String,
+    /// Label of the horizontal axis.
+    pub x_label: String,
+    /// The panels, top to bottom.
+    pub panels: Vec<LinePanel>,
+}
+
+/// Colours of lines (more than the bar series: a panel may hold many ports).
+const LINE_COLOURS: [&str; 10] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+const LINE_W: f64 = 720.0;
+const LINE_H: f64 = 180.0;
+/// Lines beyond this many per panel are left out of the legend (still drawn).
+const LEGEND_MAX: usize = 10;
+
+impl LineChart {
+    /// The chart as a standalone SVG document.
+    pub fn to_svg(&self) -> String {
+        let (x_min, x_max) = self
+            .panels
+            .iter()
+            .flat_map(|p| p.lines.iter())
+            .flat_map(|l| l.points.iter().map(|p| p.0))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x), hi.max(x))
+            });
+        let (x_min, x_max) = if x_min < x_max {
+            (x_min, x_max)
+        } else {
+            (0.0, 1.0)
+        };
+        let slot = LINE_H + 2.0 * MARGIN;
+        let width = LINE_W + 2.0 * MARGIN + 160.0;
+        let height = MARGIN + self.panels.len() as f64 * slot;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+        );
+        let _ = writeln!(
+            s,
+            r#"<rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+            width / 2.0,
+            escape(&self.title)
+        );
+        for (i, p) in self.panels.iter().enumerate() {
+            let y0 = MARGIN + i as f64 * slot + 10.0;
+            self.line_panel(&mut s, p, y0, (x_min, x_max));
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+
+    fn line_panel(&self, s: &mut String, p: &LinePanel, y0: f64, (x_min, x_max): (f64, f64)) {
+        let top = p
+            .lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|q| q.1))
+            .fold(0.0, f64::max);
+        let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+        let x0 = MARGIN;
+        let base = y0 + LINE_H;
+        let sx = |x: f64| x0 + (x - x_min) / (x_max - x_min) * LINE_W;
+        let sy = |y: f64| base - y.max(0.0) / top * LINE_H;
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{} ({})</text>"#,
+            x0 + LINE_W / 2.0,
+            y0 - 4.0,
+            escape(&p.title),
+            escape(&p.unit)
+        );
+        let _ = writeln!(
+            s,
+            r#"<polyline points="{x0},{y0} {x0},{base} {},{base}" fill="none" stroke="black"/>"#,
+            x0 + LINE_W
+        );
+        for (v, anchor) in [(0.0, base), (top / 1.1, sy(top / 1.1))] {
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
+                x0 - 4.0,
+                anchor + 4.0,
+                number(v)
+            );
+        }
+        for (v, anchor) in [(x_min, "start"), (x_max, "end")] {
+            let _ = writeln!(
+                s,
+                r#"<text x="{:.1}" y="{}" text-anchor="{anchor}">{} {}</text>"#,
+                sx(v),
+                base + 14.0,
+                number(v),
+                escape(&self.x_label)
+            );
+        }
+        for (j, l) in p.lines.iter().enumerate() {
+            let colour = LINE_COLOURS[j % LINE_COLOURS.len()];
+            let mut pts = String::new();
+            for &(x, y) in &l.points {
+                let _ = write!(pts, "{:.1},{:.1} ", sx(x), sy(y));
+            }
+            let _ = writeln!(
+                s,
+                r#"<polyline points="{}" fill="none" stroke="{colour}" stroke-width="1"/>"#,
+                pts.trim_end()
+            );
+            if j < LEGEND_MAX {
+                let ly = y0 + 10.0 + j as f64 * 14.0;
+                let lx = x0 + LINE_W + 12.0;
+                let _ = writeln!(
+                    s,
+                    r#"<rect x="{lx}" y="{}" width="10" height="3" fill="{colour}"/><text x="{}" y="{ly}">{}</text>"#,
+                    ly - 4.0,
+                    lx + 14.0,
+                    escape(&l.name)
+                );
+            }
+        }
+        if p.lines.len() > LEGEND_MAX {
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}">(+{} more)</text>"#,
+                x0 + LINE_W + 12.0,
+                y0 + 10.0 + LEGEND_MAX as f64 * 14.0,
+                p.lines.len() - LEGEND_MAX
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +327,42 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
         assert_eq!(svg.matches("<rect").count(), 1 + 2 + 2);
         assert!(svg.contains("a &lt; b") && svg.contains(">12.5<"));
+    }
+
+    #[test]
+    fn draws_every_line_and_panel() {
+        let chart = LineChart {
+            title: "queues".into(),
+            x_label: "us".into(),
+            panels: vec![
+                LinePanel {
+                    title: "queue".into(),
+                    unit: "KB".into(),
+                    lines: vec![
+                        Line {
+                            name: "port <0>".into(),
+                            points: vec![(0.0, 1.0), (10.0, 3.0), (20.0, 2.0)],
+                        },
+                        Line {
+                            name: "port 1".into(),
+                            points: vec![(0.0, 0.0), (20.0, 5.0)],
+                        },
+                    ],
+                },
+                LinePanel {
+                    title: "OOD".into(),
+                    unit: "packets".into(),
+                    lines: vec![Line {
+                        name: "NIC 1".into(),
+                        points: vec![(5.0, 7.0)],
+                    }],
+                },
+            ],
+        };
+        let svg = chart.to_svg();
+        assert!(svg.starts_with("<svg") && svg.ends_with("</svg>\n"));
+        // Two axes and three lines.
+        assert_eq!(svg.matches("<polyline").count(), 2 + 3);
+        assert!(svg.contains("port &lt;0&gt;") && svg.contains(">20 us<"));
     }
 }

@@ -1,13 +1,15 @@
 //! `rondo`: the command-line front end of the Rondo transport.
 //!
 //! `rondo demo` runs one long transfer over the in-memory two-host testbed and
-//! compares Rondo with and without its packet scheduler. Further subcommands
-//! (simulation, sweeps, performance runs on real hosts) join [`Command`] as their
+//! compares Rondo with and without its packet scheduler; `rondo sim` runs scenario
+//! files and the paper's figures on the packet-level simulator. Further
+//! subcommands (sweeps, performance runs on real hosts) join [`Command`] as their
 //! crates land.
 
 mod chart;
 mod demo;
 mod doctor;
+mod sim;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -30,12 +32,16 @@ enum Command {
     /// Check this host for Rondo's verbs datapath: RDMA devices, ports, GIDs, MTU,
     /// huge pages, `ulimit -l`; say what is missing and how to fix it.
     Doctor(doctor::Args),
+    /// Run a scenario file or a built-in (the paper's figures) on the packet-level
+    /// simulator and print goodput, utilization, OOD/RBO, completion times.
+    Sim(sim::Args),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
         Command::Doctor(args) => doctor::run(&args),
+        Command::Sim(args) => sim::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

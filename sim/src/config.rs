@@ -1,0 +1,147 @@
+//! Simulator configuration: packet size, NIC reorder buffer, switch queues, ECN, PFC.
+
+use crate::error::{config_err, SimError};
+
+/// ECN marking at switch data queues (RED-like, as DCQCN uses it): a data packet
+/// arriving at a data queue holding q bytes is marked Congestion Experienced with
+/// probability 0 below `kmin`, `pmax * (q - kmin) / (kmax - kmin)` between, 1 at or
+/// above `kmax`. The thresholds are given for a 100 Gbit/s port and scale linearly
+/// with the port's rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EcnConfig {
+    /// Kmin at 100 Gbit/s, bytes (default 100 KB).
+    pub kmin_bytes: u64,
+    /// Kmax at 100 Gbit/s, bytes (default 400 KB).
+    pub kmax_bytes: u64,
+    /// Marking probability at Kmax (default 0.2).
+    pub pmax: f64,
+}
+
+impl Default for EcnConfig {
+    fn default() -> Self {
+        EcnConfig {
+            kmin_bytes: 100 * 1024,
+            kmax_bytes: 400 * 1024,
+            pmax: 0.2,
+        }
+    }
+}
+
+/// Priority flow control on the data class: when the data bytes a switch holds that
+/// arrived through one ingress link exceed `xoff_bytes`, that link's sender (the
+/// upstream switch port or host NIC) stops starting data packets; it resumes when
+/// they fall below `xon_bytes`. Pause and resume take effect at once (the pause
+/// frame's own propagation is not modelled), so `xoff_bytes` plus one link's
+/// bandwidth-delay product must stay below the data queue limit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PfcConfig {
+    /// Pause threshold per ingress link, bytes.
+    pub xoff_bytes: u64,
+    /// Resume threshold per ingress link, bytes (below `xoff_bytes`).
+    pub xon_bytes: u64,
+}
+
+impl Default for PfcConfig {
+    fn default() -> Self {
+        PfcConfig {
+            xoff_bytes: 256 * 1024,
+            xon_bytes: 128 * 1024,
+        }
+    }
+}
+
+/// Output-queued switch configuration, the same for every switch.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SwitchConfig {
+    /// Shared buffer of a switch, bytes, over all its ports and classes.
+    pub buffer_bytes: u64,
+    /// Drop threshold of one port's data class (and of its control class), bytes.
+    pub data_queue_limit_bytes: u64,
+    /// Drop threshold of one port's probe class, in MTU-sized probes. The paper asks
+    /// for a small one (§4.2.2) without a number; 2 probes is what `rondo_ud::mem`
+    /// and the P4 program use.
+    pub probe_queue_limit_packets: u32,
+    /// ECN marking of data packets; `None` disables it.
+    pub ecn: Option<EcnConfig>,
+    /// PFC on the data class; `None` (default) means lossy queues.
+    pub pfc: Option<PfcConfig>,
+}
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            buffer_bytes: 32 << 20,
+            data_queue_limit_bytes: 8 << 20,
+            probe_queue_limit_packets: 2,
+            ecn: Some(EcnConfig::default()),
+            pfc: None,
+        }
+    }
+}
+
+/// Whole-simulation configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimConfig {
+    /// Seed of every random choice (ECMP salts, ECN marks, flow seeds).
+    pub seed: u64,
+    /// Bytes of a full data packet on the wire, engine header included.
+    pub mtu: usize,
+    /// Shared reorder buffer of each receiving NIC, bytes (default 1200 KB).
+    pub reorder_buffer_bytes: usize,
+    /// Switch queues.
+    pub switch: SwitchConfig,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            seed: 1,
+            mtu: 1500,
+            reorder_buffer_bytes: 1200 * 1024,
+            switch: SwitchConfig::default(),
+        }
+    }
+}
+
+impl SimConfig {
+    /// Checks every value.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let min_mtu = rondo_ud::wire::DATA_HEADER_LEN + 1;
+        if !(min_mtu..=9216).contains(&self.mtu) {
+            return Err(config_err("mtu", self.mtu, "49 to 9216 bytes"));
+        }
+        let s = &self.switch;
+        if s.buffer_bytes < self.mtu as u64 {
+            return Err(config_err("switch.buffer_bytes", s.buffer_bytes, ">= mtu"));
+        }
+        if s.data_queue_limit_bytes < self.mtu as u64 {
+            return Err(config_err(
+                "switch.data_queue_limit_bytes",
+                s.data_queue_limit_bytes,
+                ">= mtu",
+            ));
+        }
+        if let Some(e) = &s.ecn {
+            if e.kmin_bytes >= e.kmax_bytes {
+                return Err(config_err(
+                    "switch.ecn.kmin_bytes",
+                    e.kmin_bytes,
+                    "< kmax_bytes",
+                ));
+            }
+            if !(e.pmax.is_finite() && (0.0..=1.0).contains(&e.pmax)) {
+                return Err(config_err("switch.ecn.pmax", e.pmax, "in [0, 1]"));
+            }
+        }
+        if let Some(p) = &s.pfc {
+            if p.xon_bytes >= p.xoff_bytes || p.xoff_bytes == 0 {
+                return Err(config_err(
+                    "switch.pfc.xon_bytes",
+                    p.xon_bytes,
+                    "< xoff_bytes, and xoff_bytes > 0",
+                ));
+            }
+        }
+        Ok(())
+    }
+}

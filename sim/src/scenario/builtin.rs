@@ -1,0 +1,204 @@
+//! Built-in scenarios reproducing the paper's figures. A built-in is one or several
+//! runs (a sweep), each a scenario file from `sim/scenarios/` plus overrides.
+
+use super::error::ScenarioError;
+use super::load::{parse, Override};
+use super::schema::Scenario;
+
+/// A built-in scenario.
+#[derive(Clone, Debug)]
+pub struct Builtin {
+    /// Name for `--builtin`.
+    pub name: &'static str,
+    /// One line for `--list`.
+    pub about: &'static str,
+    runs: Vec<RunTemplate>,
+}
+
+#[derive(Clone, Debug)]
+struct RunTemplate {
+    label: String,
+    /// Position on a sweep's axis, and the line it belongs to.
+    sweep: Option<SweepPoint>,
+    file: &'static str,
+    text: &'static str,
+    overrides: Vec<String>,
+}
+
+/// One run of a built-in, ready to simulate.
+#[derive(Clone, Debug)]
+pub struct BuiltinRun {
+    /// Label of the run within the built-in (`scheduler=on extra=5us`).
+    pub label: String,
+    /// The scenario, with the built-in's and the user's overrides applied.
+    pub scenario: Scenario,
+    /// Where the run sits in a sweep (`None` for a single run).
+    pub sweep: Option<SweepPoint>,
+}
+
+/// One point of a sweep: a line of a plot and a position on its axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SweepPoint {
+    /// The swept parameter (`extra delay (us)`).
+    pub axis: &'static str,
+    /// Its value in this run.
+    pub x: f64,
+    /// The line the run belongs to (`scheduler on`).
+    pub series: String,
+    /// `x` is a delay difference in us: plots add eq. (3)'s estimate of the maximum
+    /// OOD, R x dD, with R the throughput per receiving NIC (paper §3.3).
+    pub eq3: bool,
+}
+
+const FIG9_HOMO: &str = include_str!("../../scenarios/fig9-homo.toml");
+const FIG9_HETERO: &str = include_str!("../../scenarios/fig9-hetero.toml");
+const FIG4: &str = include_str!("../../scenarios/fig4.toml");
+const FIG18: &str = include_str!("../../scenarios/fig18.toml");
+const FIG19: &str = include_str!("../../scenarios/fig19.toml");
+const FIG20: &str = include_str!("../../scenarios/fig20.toml");
+const CLOS320: &str = include_str!("../../scenarios/clos320-permutation.toml");
+
+/// Extra one-way delays of spine path 3 in the Fig. 4 sweep, us.
+pub const FIG4_EXTRA_US: [u32; 6] = [0, 5, 10, 15, 20, 25];
+
+fn one(label: &str, file: &'static str, text: &'static str, overrides: &[&str]) -> RunTemplate {
+    RunTemplate {
+        label: label.to_owned(),
+        sweep: None,
+        file,
+        text,
+        overrides: overrides.iter().map(|s| (*s).to_owned()).collect(),
+    }
+}
+
+/// Every built-in, in `--list` order.
+pub fn builtins() -> Vec<Builtin> {
+    let homo = || one("", "fig9-homo.toml", FIG9_HOMO, &[]);
+    let hetero = || one("", "fig9-hetero.toml", FIG9_HETERO, &[]);
+    let on_off = |file: &'static str, text: &'static str| {
+        vec![
+            one("scheduler=on", file, text, &["transport.scheduler=true"]),
+            one("scheduler=off", file, text, &["transport.scheduler=false"]),
+        ]
+    };
+    let mut fig4 = Vec::new();
+    for scheduler in ["on", "off"] {
+        for extra in FIG4_EXTRA_US {
+            fig4.push(RunTemplate {
+                label: format!("scheduler={scheduler} extra={extra}us"),
+                sweep: Some(SweepPoint {
+                    axis: "extra one-way delay of spine path 3 (us)",
+                    x: f64::from(extra),
+                    series: format!("scheduler {scheduler}"),
+                    eq3: true,
+                }),
+                file: "fig4.toml",
+                text: FIG4,
+                overrides: vec![
+                    format!("transport.scheduler={}", scheduler == "on"),
+                    format!("topology.extra_delay_us=[0.0, 0.0, 0.0, {extra}.0]"),
+                ],
+            });
+        }
+    }
+    vec![
+        Builtin {
+            name: "fig9",
+            about: "Fig. 9 testbed, both runs: 4 paths of 25/20/15/10 Gb/s, homo and hetero delay",
+            runs: vec![homo(), hetero()],
+        },
+        Builtin {
+            name: "fig9-homo",
+            about:
+                "Fig. 9 testbed: 4 paths of 25/20/15/10 Gb/s, 20 us base RTT (paper: 68.18 Gb/s)",
+            runs: vec![homo()],
+        },
+        Builtin {
+            name: "fig9-hetero",
+            about: "Fig. 9 testbed with 10 us extra one-way delay on path 0 (paper: 68.14 Gb/s)",
+            runs: vec![hetero()],
+        },
+        Builtin {
+            name: "fig4",
+            about: "Fig. 4 sweep: one spine path's extra delay 0-25 us, scheduler on and off",
+            runs: fig4,
+        },
+        Builtin {
+            name: "fig18",
+            about: "Fig. 18: 8 flows to one receiver, 32 join at 500 us and leave at 1000 us",
+            runs: vec![one("", "fig18.toml", FIG18, &[])],
+        },
+        Builtin {
+            name: "fig19",
+            about: "Fig. 19: 16 senders to 4 receivers on the Fig. 2 topology (queue difference)",
+            runs: vec![one("", "fig19.toml", FIG19, &[])],
+        },
+        Builtin {
+            name: "fig20",
+            about: "Fig. 20: a path's delay grows mid-transfer, scheduler on and off",
+            runs: on_off("fig20.toml", FIG20),
+        },
+        Builtin {
+            name: "clos320-permutation",
+            about: "320-host Clos, every host sends 2 MB to a seeded permutation peer, MTU 1000",
+            runs: vec![one("", "clos320-permutation.toml", CLOS320, &[])],
+        },
+    ]
+}
+
+/// The built-in called `name`.
+pub fn builtin(name: &str) -> Result<Builtin, ScenarioError> {
+    let all = builtins();
+    let known = all.iter().map(|b| b.name).collect::<Vec<_>>().join(", ");
+    all.into_iter()
+        .find(|b| b.name == name)
+        .ok_or(ScenarioError::UnknownBuiltin {
+            name: name.to_owned(),
+            known,
+        })
+}
+
+impl Builtin {
+    /// The runs, each parsed and checked, with `overrides` (the user's `--set`)
+    /// applied after the built-in's own.
+    pub fn runs(&self, overrides: &[Override]) -> Result<Vec<BuiltinRun>, ScenarioError> {
+        self.runs
+            .iter()
+            .map(|t| {
+                let file = format!("builtin:{} ({})", self.name, t.file);
+                let mut all = t
+                    .overrides
+                    .iter()
+                    .map(|o| Override::parse(o))
+                    .collect::<Result<Vec<_>, _>>()?;
+                all.extend_from_slice(overrides);
+                let mut scenario = parse(&file, t.text, &all)?;
+                scenario.check(&file)?;
+                let base = scenario
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| self.name.to_owned());
+                scenario.name = Some(if t.label.is_empty() {
+                    base
+                } else {
+                    format!("{base} {}", t.label)
+                });
+                Ok(BuiltinRun {
+                    label: t.label.clone(),
+                    scenario,
+                    sweep: t.sweep.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Number of runs (1, or the points of a sweep).
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// Always false: every built-in has at least one run.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+}

@@ -1,0 +1,419 @@
+//! Running a scenario on the [`Simulator`] and turning its metrics into a [`Report`].
+
+use super::error::ScenarioError;
+use super::report::{
+    Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats,
+};
+use super::schema::{EventAction, LinkName, Scenario, SwitchSpec, TopologySpec};
+use super::workload::{generate, Context, FlowPlan};
+use crate::{
+    EcnConfig, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, PfcConfig, Progress,
+    RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
+};
+use rondo_ud::time::{Duration, Instant};
+
+/// Options of one run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunOptions {
+    /// Record queue and OOD time series every `trace_interval_us`.
+    pub trace: bool,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The numbers.
+    pub report: Report,
+    /// The time series, when asked for.
+    pub trace: Option<Trace>,
+    /// Names of the traced links, in [`Trace::links`] order (`edge_up[3]`).
+    pub trace_links: Vec<String>,
+    /// The simulator's own metrics (per-flow results, every switch queue).
+    pub metrics: Metrics,
+}
+
+/// The name of a link kind as scenario files write it.
+pub fn link_name(kind: LinkKind) -> &'static str {
+    match kind {
+        LinkKind::HostUp => "host_up",
+        LinkKind::HostDown => "host_down",
+        LinkKind::PathForward => "path_forward",
+        LinkKind::PathReverse => "path_reverse",
+        LinkKind::EdgeUp => "edge_up",
+        LinkKind::EdgeDown => "edge_down",
+        LinkKind::AggUp => "agg_up",
+        LinkKind::AggDown => "agg_down",
+    }
+}
+
+fn link_kind(name: LinkName) -> LinkKind {
+    match name {
+        LinkName::HostUp => LinkKind::HostUp,
+        LinkName::HostDown => LinkKind::HostDown,
+        LinkName::PathForward => LinkKind::PathForward,
+        LinkName::PathReverse => LinkKind::PathReverse,
+        LinkName::EdgeUp => LinkKind::EdgeUp,
+        LinkName::EdgeDown => LinkKind::EdgeDown,
+        LinkName::AggUp => LinkKind::AggUp,
+        LinkName::AggDown => LinkKind::AggDown,
+    }
+}
+
+/// Propagation delay of every link of `fig2` and `clos3`, us.
+const FIXED_LINK_DELAY_US: f64 = 1.0;
+
+impl Scenario {
+    /// The simulator's topology.
+    pub fn sim_topology(&self) -> Topology {
+        match &self.topology {
+            TopologySpec::Parallel(t) => Topology::Parallel {
+                host_gbps: t.host_gbps,
+                paths: t
+                    .paths
+                    .iter()
+                    .map(|p| PathSpec {
+                        gbps: p.gbps,
+                        delay: Duration::from_us_f64(p.delay_us),
+                    })
+                    .collect(),
+            },
+            TopologySpec::Fig2(_) => Topology::Fig2,
+            TopologySpec::Clos3(t) => Topology::Clos3 {
+                oversubscription: t.oversubscription,
+            },
+            TopologySpec::Fattree(t) => Topology::FatTree {
+                k: t.k,
+                gbps: t.gbps,
+                link_delay: Duration::from_us_f64(t.link_delay_us),
+            },
+        }
+    }
+
+    /// The simulator's configuration.
+    pub fn sim_config(&self) -> SimConfig {
+        SimConfig {
+            seed: self.seed,
+            mtu: self.mtu as usize,
+            reorder_buffer_bytes: (self.transport.reorder_buffer_kb * 1024.0) as usize,
+            switch: switch_config(&self.switch),
+        }
+    }
+
+    /// The flows of the workload.
+    pub fn flows(&self) -> Vec<FlowPlan> {
+        generate(
+            &self.workload.0,
+            &Context {
+                hosts: self.topology.hosts(),
+                seed: self.seed,
+                host_bps: self.topology.host_gbps() * 1e9,
+                duration: Duration::from_us_f64(self.duration_us),
+            },
+        )
+    }
+}
+
+fn kb(x: f64) -> u64 {
+    (x * 1024.0).round() as u64
+}
+
+fn switch_config(s: &SwitchSpec) -> SwitchConfig {
+    let mut c = SwitchConfig::default();
+    if let Some(x) = s.buffer_kb {
+        c.buffer_bytes = kb(x);
+    }
+    if let Some(x) = s.data_threshold_kb {
+        c.data_queue_limit_bytes = kb(x);
+    }
+    if let Some(x) = s.probe_threshold_packets {
+        c.probe_queue_limit_packets = x;
+    }
+    let ecn_on = s.ecn.unwrap_or(c.ecn.is_some());
+    c.ecn = ecn_on.then(|| {
+        let mut e = c.ecn.clone().unwrap_or_else(EcnConfig::default);
+        if let Some(x) = s.ecn_kmin_kb {
+            e.kmin_bytes = kb(x);
+        }
+        if let Some(x) = s.ecn_kmax_kb {
+            e.kmax_bytes = kb(x);
+        }
+        if let Some(x) = s.ecn_pmax {
+            e.pmax = x;
+        }
+        e
+    });
+    let pfc_on = s.pfc.unwrap_or(c.pfc.is_some());
+    c.pfc = pfc_on.then(|| {
+        let mut p = c.pfc.clone().unwrap_or_else(PfcConfig::default);
+        if let Some(x) = s.pfc_xoff_kb {
+            p.xoff_bytes = kb(x);
+        }
+        if let Some(x) = s.pfc_xon_kb {
+            p.xon_bytes = kb(x);
+        }
+        p
+    });
+    c
+}
+
+fn at(us: f64) -> Instant {
+    Instant::from_ps(Duration::from_us_f64(us).as_ps())
+}
+
+/// Builds the simulator for `scenario` (checked first), with its flows and events.
+pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError> {
+    scenario.check(file)?;
+    let refused = |e: crate::SimError| ScenarioError::Simulator {
+        file: file.to_owned(),
+        reason: e.to_string(),
+    };
+    let mut sim =
+        Simulator::new(&scenario.sim_topology(), scenario.sim_config()).map_err(refused)?;
+    if let TopologySpec::Fig2(t) = &scenario.topology {
+        for (i, extra) in t.extra_delay_us.iter().enumerate() {
+            if *extra > 0.0 {
+                let link = sim
+                    .link(LinkKind::EdgeUp, i)
+                    .ok_or_else(|| refused(crate::SimError::NoSuchLink(LinkId(i))))?;
+                let delay = Duration::from_us_f64(FIXED_LINK_DELAY_US + extra);
+                sim.schedule_link_change(Instant::ZERO, link, LinkChange::Delay(delay))
+                    .map_err(refused)?;
+            }
+        }
+    }
+    let host_bps = scenario.topology.host_gbps() * 1e9;
+    for f in &scenario.flows() {
+        // The simulator sets each flow's paths, MTU, line rate and seed itself.
+        let cfg = scenario.transport.flow_config(scenario.mtu, host_bps);
+        sim.add_flow(FlowSpec {
+            src: f.src,
+            dst: f.dst,
+            start: Instant::from_ps(f.start.as_ps()),
+            bytes: f.bytes,
+            stop: f.stop.map(|d| Instant::from_ps(d.as_ps())),
+            paths: f.paths.or(scenario.transport.paths),
+            cfg,
+            group: f.group,
+        })
+        .map_err(refused)?;
+    }
+    for (i, e) in scenario.events.iter().enumerate() {
+        let key = format!("events[{i}]");
+        let link = match (e.path, e.link, e.index) {
+            (Some(p), _, _) => match scenario.topology {
+                TopologySpec::Parallel(_) => sim.parallel_path_link(p),
+                _ => sim.link(LinkKind::EdgeUp, p),
+            },
+            (None, Some(name), Some(index)) => sim.link(link_kind(name), index),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            let field = if e.path.is_some() { "path" } else { "index" };
+            ScenarioError::invalid(
+                file,
+                format!("{key}.{field}"),
+                e.path.or(e.index).unwrap_or(0),
+                format!(
+                    "an existing link of this kind on topology {} (see docs/sim.md)",
+                    scenario.topology.kind()
+                ),
+            )
+        })?;
+        let change = match e.action {
+            EventAction::Rate => LinkChange::Rate(e.gbps.unwrap_or(0.0)),
+            EventAction::Delay => {
+                LinkChange::Delay(Duration::from_us_f64(e.delay_us.unwrap_or(0.0)))
+            }
+            EventAction::Fail => LinkChange::Fail,
+            EventAction::Restore => LinkChange::Restore,
+        };
+        sim.schedule_link_change(at(e.at_us), link, change)
+            .map_err(refused)?;
+    }
+    if scenario.warmup_us > 0.0 {
+        sim.set_warmup(at(scenario.warmup_us));
+    }
+    Ok(sim)
+}
+
+/// Links to trace: the path links where the topology has them (parallel paths,
+/// fig2's P1-P4), otherwise the links down to the first 16 receiving hosts.
+fn trace_links(sim: &Simulator, flows: &[FlowPlan]) -> Vec<LinkId> {
+    let paths = sim.path_links();
+    if !paths.is_empty() {
+        return paths;
+    }
+    let mut dsts: Vec<usize> = flows.iter().map(|f| f.dst).collect();
+    dsts.sort_unstable();
+    dsts.dedup();
+    dsts.iter()
+        .take(16)
+        .filter_map(|&d| sim.link(LinkKind::HostDown, d))
+        .collect()
+}
+
+/// Runs `scenario` (named `file` in messages) and reports. `progress` is called
+/// now and then with the simulator's progress.
+pub fn run(
+    scenario: &Scenario,
+    file: &str,
+    opts: RunOptions,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<Outcome, ScenarioError> {
+    let mut sim = build(scenario, file)?;
+    let flows = scenario.flows();
+    if opts.trace {
+        let links = trace_links(&sim, &flows);
+        sim.enable_trace(
+            Duration::from_us_f64(scenario.trace_interval_us),
+            Some(links),
+        )
+        .map_err(|e| ScenarioError::Simulator {
+            file: file.to_owned(),
+            reason: e.to_string(),
+        })?;
+    }
+    let wall = std::time::Instant::now();
+    let end = sim.run(at(scenario.duration_us), progress);
+    let wall_s = wall.elapsed().as_secs_f64();
+    let metrics = sim.metrics();
+    let report = report(scenario, &sim, &metrics, end, wall_s);
+    let trace = sim.trace().cloned();
+    let trace_links = trace
+        .as_ref()
+        .map(|t| {
+            t.links
+                .iter()
+                .map(|&l| match sim.link_stats(l) {
+                    Some(s) => format!("{}[{}]", link_name(s.kind), s.index),
+                    None => format!("link{}", l.0),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(Outcome {
+        report,
+        trace,
+        trace_links,
+        metrics,
+    })
+}
+
+/// The ideal FCT of `bytes` from `src` to `dst`: the flow's wire bytes at the
+/// bottleneck rate (the host rate; for `parallel`, min(host, sum of paths)) plus
+/// the propagation delay of the route and one MTU's store-and-forward per hop.
+fn ideal_fct_us(scenario: &Scenario, sim: &Simulator, src: usize, dst: usize, bytes: u64) -> f64 {
+    let mtu = u64::from(scenario.mtu);
+    let header = rondo_ud::wire::DATA_HEADER_LEN as u64;
+    let payload = mtu.saturating_sub(header).max(1);
+    let wire = bytes + bytes.div_ceil(payload) * header;
+    let host_bps = scenario.topology.host_gbps() * 1e9;
+    let hops = sim.route(src, dst, 0, 0).map_or(2, |r| r.len()) as f64;
+    let (bottleneck_bps, propagation_us) = match &scenario.topology {
+        TopologySpec::Parallel(t) => (
+            host_bps.min(t.paths.iter().map(|p| p.gbps * 1e9).sum()),
+            t.paths
+                .iter()
+                .map(|p| p.delay_us)
+                .fold(f64::INFINITY, f64::min),
+        ),
+        TopologySpec::Fig2(_) | TopologySpec::Clos3(_) => (host_bps, hops * FIXED_LINK_DELAY_US),
+        TopologySpec::Fattree(t) => (host_bps, hops * t.link_delay_us),
+    };
+    let serialise_us = |b: u64| b as f64 * 8.0 / bottleneck_bps * 1e6;
+    serialise_us(wire) + propagation_us + (hops - 1.0) * serialise_us(mtu)
+}
+
+fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s: f64) -> Report {
+    let finite: Vec<_> = m.flows.iter().filter(|f| f.bytes.is_some()).collect();
+    let us = |t: Instant| t.as_ps() as f64 / 1e6;
+    let jct_us = if finite.is_empty() || finite.iter().any(|f| f.finish.is_none()) {
+        None
+    } else {
+        let first = finite
+            .iter()
+            .map(|f| f.start)
+            .min()
+            .unwrap_or(Instant::ZERO);
+        let last = finite
+            .iter()
+            .filter_map(|f| f.finish)
+            .max()
+            .unwrap_or(first);
+        Some(us(last) - us(first))
+    };
+    let mut fcts = Vec::new();
+    let mut slowdowns = Vec::new();
+    for f in &finite {
+        if let (Some(fct), Some(bytes)) = (f.fct(), f.bytes) {
+            let fct = fct.as_us_f64();
+            fcts.push(fct);
+            slowdowns.push(fct / ideal_fct_us(scenario, sim, f.src, f.dst, bytes));
+        }
+    }
+    let fct_us = Percentiles::of(&mut fcts);
+    let fct_slowdown_p99 = Percentiles::of(&mut slowdowns).map(|p| p.p99);
+    let dist = |h: &rondo_ud::Histogram| NicDistribution {
+        nic_avg: h.mean(),
+        nic_p99: h.quantile(0.99),
+        nic_max: h.max(),
+    };
+    let max_port = m
+        .queues
+        .iter()
+        .map(|(_, s)| s.max_queue_bytes)
+        .max()
+        .unwrap_or(0);
+    Report {
+        scenario: scenario
+            .name
+            .clone()
+            .unwrap_or_else(|| "scenario".to_owned()),
+        transport: scenario.transport.kind.name().to_owned(),
+        seed: scenario.seed,
+        goodput_gbps: m.goodput_gbps,
+        throughput_gbps: m.throughput_gbps,
+        ideal_gbps: m.ideal_gbps,
+        utilization: m.utilization,
+        ood: dist(&m.nic_ood),
+        rbo: dist(&m.nic_rbo),
+        jct_us,
+        fct_slowdown_p99,
+        fct_us,
+        flows_completed: m.flows_completed as u64,
+        flows_total: m.flows_finite as u64,
+        flows_long: (m.flows.len() - finite.len()) as u64,
+        retx: Retransmissions {
+            packets: m.retx.packets,
+            spurious: m.retx.spurious,
+            mean_delay_us: m.retx.mean_delay.map_or(0.0, Duration::as_us_f64),
+        },
+        drops: Drops {
+            reorder_buffer: m.drops.reorder_buffer,
+            switch: m.drops.switch() + m.drops.link_down + m.drops.no_route,
+            probe: m.drops.probe,
+        },
+        queue: Queues {
+            max_interpath_diff_kb: m.max_interpath_queue_diff_bytes as f64 / 1024.0,
+            max_port_kb: max_port as f64 / 1024.0,
+        },
+        fairness_jain: m.fairness_jain,
+        sim: SimStats {
+            events: m.events,
+            wall_s,
+            events_per_s: if wall_s > 0.0 {
+                m.events as f64 / wall_s
+            } else {
+                0.0
+            },
+        },
+        end: match end {
+            RunEnd::Done => "done",
+            RunEnd::Deadline => "deadline",
+            _ => "idle",
+        }
+        .to_owned(),
+        simulated_us: us(sim.now()),
+        measured_us: m.window.as_us_f64(),
+    }
+}

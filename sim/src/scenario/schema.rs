@@ -1,0 +1,558 @@
+//! The scenario file's schema: every key, its type and its default.
+//!
+//! Each table rejects unknown keys. `docs/sim.md` documents every key.
+
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use std::fmt;
+
+/// One scenario: a topology, a transport, a workload, timed events, and how long to run.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Name printed in reports (default: the file name without `.toml`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Seed of every random choice (workload, ECMP hashing, flows).
+    #[serde(default = "one")]
+    pub seed: u64,
+    /// Run length in microseconds; a finite workload may end earlier.
+    pub duration_us: f64,
+    /// Measurement starts after this many microseconds.
+    #[serde(default)]
+    pub warmup_us: f64,
+    /// Bytes of a full data packet on the wire, all headers included.
+    #[serde(default = "default_mtu")]
+    pub mtu: u32,
+    /// Interval of the queue and OOD time series, in microseconds (`--trace`).
+    #[serde(default = "default_trace_interval")]
+    pub trace_interval_us: f64,
+    /// The network.
+    pub topology: TopologySpec,
+    /// Switch settings shared by every switch.
+    #[serde(default)]
+    pub switch: SwitchSpec,
+    /// The transport every flow runs.
+    #[serde(default)]
+    pub transport: TransportSpec,
+    /// What the hosts send: one `[workload]` table or several `[[workload]]` tables.
+    pub workload: Workloads,
+    /// Timed link changes (`[[events]]`).
+    #[serde(default)]
+    pub events: Vec<EventSpec>,
+}
+
+fn one() -> u64 {
+    1
+}
+fn default_mtu() -> u32 {
+    1500
+}
+fn default_trace_interval() -> f64 {
+    10.0
+}
+fn default_host_gbps() -> f64 {
+    100.0
+}
+fn default_link_delay() -> f64 {
+    1.0
+}
+fn yes() -> bool {
+    true
+}
+fn default_flows() -> u32 {
+    1
+}
+
+/// `[topology]`: which network, selected by `kind`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum TopologySpec {
+    /// Two hosts joined by K parallel paths (the paper's testbed, Fig. 9a).
+    Parallel(ParallelSpec),
+    /// 16 senders and 4 receivers over four parallel spine paths (paper Fig. 2).
+    Fig2(Fig2Spec),
+    /// The paper's 3-tier Clos: 320 hosts, 5 pods of 4 ToR + 4 aggregation, 16 core.
+    Clos3(Clos3Spec),
+    /// A k-ary fat tree.
+    Fattree(FatTreeSpec),
+}
+
+/// `kind = "parallel"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ParallelSpec {
+    /// NIC rate of both hosts, Gbit/s.
+    #[serde(default = "default_host_gbps")]
+    pub host_gbps: f64,
+    /// The paths, each with its rate and one-way delay.
+    pub paths: Vec<PathEntry>,
+}
+
+/// One path of a `parallel` topology.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PathEntry {
+    /// Rate, Gbit/s.
+    pub gbps: f64,
+    /// One-way propagation delay, microseconds.
+    pub delay_us: f64,
+}
+
+/// `kind = "fig2"`: fixed at 100 Gbit/s and 1 us per link (paper Fig. 2).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Fig2Spec {
+    /// Extra one-way delay of each spine path's uplink from the senders' leaf (at
+    /// most four entries), microseconds: the persistent delay difference of Fig. 4.
+    #[serde(default)]
+    pub extra_delay_us: Vec<f64>,
+}
+
+/// `kind = "clos3"`: 100 Gbit/s host links, 400 Gbit/s fabric links, 1 us per link.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Clos3Spec {
+    /// 1 (non-blocking, 16 core switches) or 4 (4 core switches).
+    #[serde(default = "default_oversubscription")]
+    pub oversubscription: u32,
+}
+
+fn default_oversubscription() -> u32 {
+    1
+}
+
+/// `kind = "fattree"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct FatTreeSpec {
+    /// Switch radix k (even): k pods, k^3/4 hosts.
+    pub k: u32,
+    /// Rate of every link, Gbit/s.
+    #[serde(default = "default_host_gbps")]
+    pub gbps: f64,
+    /// Propagation delay of every link, microseconds.
+    #[serde(default = "default_link_delay")]
+    pub link_delay_us: f64,
+}
+
+/// `[switch]`: settings of every switch; a key left out keeps the simulator's default.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    /// Shared buffer per switch, KB.
+    pub buffer_kb: Option<f64>,
+    /// Drop threshold of a data queue, KB.
+    pub data_threshold_kb: Option<f64>,
+    /// Drop threshold of a probe queue, in MTU-sized probes (small: paper §4.2.2).
+    pub probe_threshold_packets: Option<u32>,
+    /// ECN marking of data packets on or off.
+    pub ecn: Option<bool>,
+    /// ECN: queue length where marking starts, KB.
+    pub ecn_kmin_kb: Option<f64>,
+    /// ECN: queue length where the marking probability reaches `ecn_pmax`, KB.
+    pub ecn_kmax_kb: Option<f64>,
+    /// ECN: marking probability at `ecn_kmax_kb`.
+    pub ecn_pmax: Option<f64>,
+    /// PFC (lossless pause) on or off.
+    pub pfc: Option<bool>,
+    /// PFC: ingress bytes that send a pause, KB.
+    pub pfc_xoff_kb: Option<f64>,
+    /// PFC: ingress bytes that send a resume, KB.
+    pub pfc_xon_kb: Option<f64>,
+}
+
+/// The transports a scenario may name. Only `rondo` is implemented so far.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportKind {
+    /// Rondo (this workspace's engine).
+    #[default]
+    Rondo,
+    /// Round-robin packet spraying.
+    Rrps,
+    /// MP-RDMA.
+    Mprdma,
+    /// Falcon-like.
+    Falcon,
+    /// UET-like.
+    Uet,
+    /// ECMP + DCQCN.
+    Ecmp,
+    /// Adaptive routing.
+    Ar,
+    /// ConnectX-7 RC, go-back-N.
+    RcGbn,
+    /// ConnectX-7 RC, selective repeat.
+    RcSr,
+}
+
+impl TransportKind {
+    /// The name as written in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportKind::Rondo => "rondo",
+            TransportKind::Rrps => "rrps",
+            TransportKind::Mprdma => "mprdma",
+            TransportKind::Falcon => "falcon",
+            TransportKind::Uet => "uet",
+            TransportKind::Ecmp => "ecmp",
+            TransportKind::Ar => "ar",
+            TransportKind::RcGbn => "rc-gbn",
+            TransportKind::RcSr => "rc-sr",
+        }
+    }
+}
+
+/// Path selection of the Rondo transport.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PathSelectionSpec {
+    /// Deficit-based selection (paper §4.2.3).
+    #[default]
+    Deficit,
+    /// Random spraying over open windows (ablation).
+    Random,
+}
+
+/// `[transport]`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TransportSpec {
+    /// Which transport.
+    #[serde(default)]
+    pub kind: TransportKind,
+    /// Shared reorder buffer per receiving NIC, KB of MTU-sized slots.
+    #[serde(default = "default_reorder_kb")]
+    pub reorder_buffer_kb: f64,
+    /// Rondo's packet scheduler (paper §4.3).
+    #[serde(default = "yes")]
+    pub scheduler: bool,
+    /// Capacity probing (paper §4.2.2).
+    #[serde(default = "yes")]
+    pub probing: bool,
+    /// Logical paths per flow (default: as many as equal-cost paths).
+    #[serde(default)]
+    pub paths: Option<u16>,
+    /// `deficit` or `random`.
+    #[serde(default)]
+    pub path_selection: PathSelectionSpec,
+    /// Flow-level pacing.
+    #[serde(default = "yes")]
+    pub pacing: bool,
+    /// Initial window per path, packets.
+    #[serde(default)]
+    pub initial_window: Option<f64>,
+    /// Margin ceiling q0, packets.
+    #[serde(default)]
+    pub q0: Option<f64>,
+    /// Target queueing delay as a fraction of the largest base RTT.
+    #[serde(default)]
+    pub target_queue_rtts: Option<f64>,
+    /// ACK-rate EWMA weight.
+    #[serde(default)]
+    pub alpha: Option<f64>,
+    /// Window EWMA gain.
+    #[serde(default)]
+    pub gamma: Option<f64>,
+    /// Early-recovery threshold, packets.
+    #[serde(default)]
+    pub early_recovery_threshold: Option<u32>,
+    /// Smallest retransmission timeout, microseconds.
+    #[serde(default)]
+    pub rto_min_us: Option<f64>,
+}
+
+fn default_reorder_kb() -> f64 {
+    1200.0
+}
+
+impl Default for TransportSpec {
+    fn default() -> Self {
+        TransportSpec {
+            kind: TransportKind::Rondo,
+            reorder_buffer_kb: default_reorder_kb(),
+            scheduler: true,
+            probing: true,
+            paths: None,
+            path_selection: PathSelectionSpec::Deficit,
+            pacing: true,
+            initial_window: None,
+            q0: None,
+            target_queue_rtts: None,
+            alpha: None,
+            gamma: None,
+            early_recovery_threshold: None,
+            rto_min_us: None,
+        }
+    }
+}
+
+/// One or several workloads (`[workload]` or `[[workload]]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workloads(pub Vec<WorkloadSpec>);
+
+impl<'de> Deserialize<'de> for Workloads {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct OneOrMany;
+        impl<'de> Visitor<'de> for OneOrMany {
+            type Value = Workloads;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a [workload] table or [[workload]] tables")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Workloads, A::Error> {
+                let one = WorkloadSpec::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Workloads(vec![one]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Workloads, A::Error> {
+                let many =
+                    Vec::<WorkloadSpec>::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+                Ok(Workloads(many))
+            }
+        }
+        d.deserialize_any(OneOrMany)
+    }
+}
+
+/// Flow-size distribution of a `poisson` workload.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CdfName {
+    /// WebSearch (DCTCP paper).
+    Websearch,
+    /// Facebook Hadoop.
+    Hadoop,
+}
+
+/// `[workload]`: what the hosts send, selected by `kind`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum WorkloadSpec {
+    /// Flows from each sender to a receiver, long-lived unless `bytes` is set.
+    LongFlows(LongFlowsSpec),
+    /// N senders to one receiver.
+    Incast(IncastSpec),
+    /// Every host sends to one other host chosen by a seeded permutation.
+    Permutation(PermutationSpec),
+    /// MoE-like all-to-all within groups of hosts, with skewed expert popularity.
+    AllToAll(AllToAllSpec),
+    /// Poisson flow arrivals with sizes from a CDF, at a given load.
+    Poisson(PoissonSpec),
+    /// Single-path background flows.
+    Background(BackgroundSpec),
+}
+
+/// `kind = "long_flows"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LongFlowsSpec {
+    /// Flows per sender.
+    #[serde(default = "default_flows")]
+    pub flows: u32,
+    /// Sending hosts (indices).
+    #[serde(default = "default_senders")]
+    pub senders: Vec<usize>,
+    /// Receiving hosts: sender i sends to `receivers[i % len]`.
+    #[serde(default = "default_receivers")]
+    pub receivers: Vec<usize>,
+    /// Bytes per flow (default: long-lived, until `stop_us` or the end).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Start time, microseconds.
+    #[serde(default)]
+    pub start_us: f64,
+    /// Stop time of long-lived flows, microseconds.
+    #[serde(default)]
+    pub stop_us: Option<f64>,
+    /// Logical paths per flow (overrides `transport.paths`).
+    #[serde(default)]
+    pub paths: Option<u16>,
+}
+
+fn default_senders() -> Vec<usize> {
+    vec![0]
+}
+fn default_receivers() -> Vec<usize> {
+    vec![1]
+}
+
+/// `kind = "incast"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IncastSpec {
+    /// Number of senders.
+    pub senders: usize,
+    /// The receiving host.
+    #[serde(default)]
+    pub receiver: usize,
+    /// First sending host; senders are the next hosts in order, skipping the receiver.
+    #[serde(default)]
+    pub first_sender: usize,
+    /// Bytes per flow (default: long-lived).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Start time, microseconds.
+    #[serde(default)]
+    pub start_us: f64,
+    /// Stop time of long-lived flows, microseconds.
+    #[serde(default)]
+    pub stop_us: Option<f64>,
+    /// Logical paths per flow.
+    #[serde(default)]
+    pub paths: Option<u16>,
+}
+
+/// `kind = "permutation"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PermutationSpec {
+    /// Bytes per flow (default: long-lived).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Hosts taking part: the first `hosts` (default: all).
+    #[serde(default)]
+    pub hosts: Option<usize>,
+    /// Start time, microseconds.
+    #[serde(default)]
+    pub start_us: f64,
+    /// Stop time of long-lived flows, microseconds.
+    #[serde(default)]
+    pub stop_us: Option<f64>,
+    /// Logical paths per flow.
+    #[serde(default)]
+    pub paths: Option<u16>,
+}
+
+/// `kind = "all_to_all"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AllToAllSpec {
+    /// Mean bytes each host sends to each other host of its group.
+    pub bytes: u64,
+    /// Hosts per group (consecutive hosts; default: all hosts in one group).
+    #[serde(default)]
+    pub group_size: Option<usize>,
+    /// Zipf exponent of expert popularity (0: every destination gets `bytes`).
+    #[serde(default)]
+    pub skew: f64,
+    /// Start time, microseconds.
+    #[serde(default)]
+    pub start_us: f64,
+    /// Logical paths per flow.
+    #[serde(default)]
+    pub paths: Option<u16>,
+}
+
+/// `kind = "poisson"`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PoissonSpec {
+    /// Offered load as a fraction of each host's link rate, in (0, 1].
+    pub load: f64,
+    /// Built-in flow-size distribution (`websearch` or `hadoop`).
+    #[serde(default)]
+    pub cdf: Option<CdfName>,
+    /// Own distribution instead: `[[bytes, cumulative_percent], ...]`.
+    #[serde(default)]
+    pub cdf_points: Option<Vec<[f64; 2]>>,
+    /// Hosts taking part: the first `hosts` (default: all).
+    #[serde(default)]
+    pub hosts: Option<usize>,
+    /// At most this many flows (default: as many as arrive before the stop).
+    #[serde(default)]
+    pub flows: Option<usize>,
+    /// Arrivals start here, microseconds.
+    #[serde(default)]
+    pub start_us: f64,
+    /// No arrivals after this, microseconds (default: `duration_us`).
+    #[serde(default)]
+    pub stop_us: Option<f64>,
+    /// Logical paths per flow.
+    #[serde(default)]
+    pub paths: Option<u16>,
+}
+
+/// `kind = "background"`: flows pinned to one logical path.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BackgroundSpec {
+    /// Sending host.
+    pub src: usize,
+    /// Receiving host.
+    pub dst: usize,
+    /// Number of flows.
+    #[serde(default = "default_flows")]
+    pub flows: u32,
+    /// Bytes per flow (default: long-lived).
+    #[serde(default)]
+    pub bytes: Option<u64>,
+    /// Start time, microseconds.
+    #[serde(default)]
+    pub start_us: f64,
+    /// Stop time of long-lived flows, microseconds.
+    #[serde(default)]
+    pub stop_us: Option<f64>,
+}
+
+/// What a timed event does to a link.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum EventAction {
+    /// Set the link's rate to `gbps`.
+    Rate,
+    /// Set the link's one-way delay to `delay_us`.
+    Delay,
+    /// The link drops everything.
+    Fail,
+    /// The link works again.
+    Restore,
+}
+
+/// A kind of link, to name one in `[[events]]` with `index` (see `docs/sim.md`).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum LinkName {
+    /// A host's NIC to its switch (index: host).
+    HostUp,
+    /// A switch to a host (index: host).
+    HostDown,
+    /// Parallel topology, host 0 to host 1 (index: path).
+    PathForward,
+    /// Parallel topology, host 1 to host 0 (index: path).
+    PathReverse,
+    /// Edge switch to its j-th uplink switch (index: edge x uplinks + j).
+    EdgeUp,
+    /// The same pair, downwards.
+    EdgeDown,
+    /// Aggregation switch to its j-th core (index: agg x core uplinks + j).
+    AggUp,
+    /// The same pair, downwards.
+    AggDown,
+}
+
+/// `[[events]]`: a link change at a given time. Name the link with `path` (the
+/// parallel topology's path i, host 0 to host 1; fig2's uplink from the senders'
+/// leaf to spine i) or with `link` and `index`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EventSpec {
+    /// When, microseconds.
+    pub at_us: f64,
+    /// Which path's link.
+    #[serde(default)]
+    pub path: Option<usize>,
+    /// Which kind of link (with `index`).
+    #[serde(default)]
+    pub link: Option<LinkName>,
+    /// Index of the link within its kind.
+    #[serde(default)]
+    pub index: Option<usize>,
+    /// What happens.
+    pub action: EventAction,
+    /// New rate for `action = "rate"`, Gbit/s.
+    #[serde(default)]
+    pub gbps: Option<f64>,
+    /// New one-way delay for `action = "delay"`, microseconds.
+    #[serde(default)]
+    pub delay_us: Option<f64>,
+}

@@ -1,0 +1,263 @@
+//! Workload generators: from the `[workload]` tables to a list of flows, seeded.
+
+use super::cdf::FlowSizeCdf;
+use super::schema::{
+    AllToAllSpec, CdfName, IncastSpec, LongFlowsSpec, PermutationSpec, PoissonSpec, WorkloadSpec,
+};
+use rondo_ud::mem::rng::Rng;
+use rondo_ud::Duration;
+
+/// One flow to start.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowPlan {
+    /// Sending host index.
+    pub src: usize,
+    /// Receiving host index.
+    pub dst: usize,
+    /// Start time from the beginning of the run.
+    pub start: Duration,
+    /// Bytes to send; `None`: long-lived.
+    pub bytes: Option<u64>,
+    /// Stop time of a long-lived flow.
+    pub stop: Option<Duration>,
+    /// Logical paths (`None`: the scenario's or the topology's default).
+    pub paths: Option<u16>,
+    /// Index of the workload table that made the flow.
+    pub group: u32,
+}
+
+/// What the generators need to know about the run.
+#[derive(Clone, Copy, Debug)]
+pub struct Context {
+    /// Number of hosts of the topology.
+    pub hosts: usize,
+    /// Seed of the scenario.
+    pub seed: u64,
+    /// Host link rate, bit/s (sets Poisson arrival rates).
+    pub host_bps: f64,
+    /// End of the run.
+    pub duration: Duration,
+}
+
+/// The flows of every workload, in the order they were generated.
+///
+/// Host indices and ranges must have been checked (`Scenario::check`); an index past
+/// `ctx.hosts` is skipped rather than trusted.
+pub fn generate(workloads: &[WorkloadSpec], ctx: &Context) -> Vec<FlowPlan> {
+    let mut out = Vec::new();
+    for (i, w) in workloads.iter().enumerate() {
+        let group = i as u32;
+        // One stream per workload table, so adding a table leaves the others unchanged.
+        let mut rng = Rng::new(ctx.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(i as u64 + 1)));
+        match w {
+            WorkloadSpec::LongFlows(s) => long_flows(s, group, &mut out),
+            WorkloadSpec::Incast(s) => incast(s, ctx.hosts, group, &mut out),
+            WorkloadSpec::Permutation(s) => permutation(s, ctx.hosts, group, &mut rng, &mut out),
+            WorkloadSpec::AllToAll(s) => all_to_all(s, ctx.hosts, group, &mut rng, &mut out),
+            WorkloadSpec::Poisson(s) => poisson(s, ctx, group, &mut rng, &mut out),
+            WorkloadSpec::Background(s) => {
+                for _ in 0..s.flows {
+                    out.push(FlowPlan {
+                        src: s.src,
+                        dst: s.dst,
+                        start: us(s.start_us),
+                        bytes: s.bytes,
+                        stop: s.stop_us.map(us),
+                        paths: Some(1),
+                        group,
+                    });
+                }
+            }
+        }
+    }
+    out.retain(|f| f.src < ctx.hosts && f.dst < ctx.hosts && f.src != f.dst);
+    out
+}
+
+fn us(x: f64) -> Duration {
+    Duration::from_us_f64(x.max(0.0))
+}
+
+fn long_flows(s: &LongFlowsSpec, group: u32, out: &mut Vec<FlowPlan>) {
+    if s.receivers.is_empty() {
+        return;
+    }
+    for (i, &src) in s.senders.iter().enumerate() {
+        let dst = s.receivers[i % s.receivers.len()];
+        for _ in 0..s.flows {
+            out.push(FlowPlan {
+                src,
+                dst,
+                start: us(s.start_us),
+                bytes: s.bytes,
+                stop: s.stop_us.map(us),
+                paths: s.paths,
+                group,
+            });
+        }
+    }
+}
+
+/// The senders of an incast: `senders` hosts from `first_sender` on, skipping the
+/// receiver, wrapping around.
+pub fn incast_senders(s: &IncastSpec, hosts: usize) -> Vec<usize> {
+    (0..hosts)
+        .map(|i| (s.first_sender + i) % hosts)
+        .filter(|&h| h != s.receiver)
+        .take(s.senders)
+        .collect()
+}
+
+fn incast(s: &IncastSpec, hosts: usize, group: u32, out: &mut Vec<FlowPlan>) {
+    for src in incast_senders(s, hosts) {
+        out.push(FlowPlan {
+            src,
+            dst: s.receiver,
+            start: us(s.start_us),
+            bytes: s.bytes,
+            stop: s.stop_us.map(us),
+            paths: s.paths,
+            group,
+        });
+    }
+}
+
+/// A uniformly random derangement of `0..n` (no host sends to itself); `n >= 2`.
+pub fn derangement(n: usize, rng: &mut Rng) -> Vec<usize> {
+    let mut p: Vec<usize> = (0..n).collect();
+    if n < 2 {
+        return p;
+    }
+    loop {
+        for i in (1..n).rev() {
+            let j = rng.gen_range(0..i as u64 + 1) as usize;
+            p.swap(i, j);
+        }
+        // About 1/e of permutations are derangements: a few tries on average.
+        if p.iter().enumerate().all(|(i, &d)| i != d) {
+            return p;
+        }
+    }
+}
+
+fn permutation(
+    s: &PermutationSpec,
+    hosts: usize,
+    group: u32,
+    rng: &mut Rng,
+    out: &mut Vec<FlowPlan>,
+) {
+    let n = s.hosts.unwrap_or(hosts).min(hosts);
+    for (src, dst) in derangement(n, rng).into_iter().enumerate() {
+        out.push(FlowPlan {
+            src,
+            dst,
+            start: us(s.start_us),
+            bytes: s.bytes,
+            stop: s.stop_us.map(us),
+            paths: s.paths,
+            group,
+        });
+    }
+}
+
+/// Bytes each member of an all-to-all group receives from each other member: expert
+/// popularity follows Zipf(`skew`) over a seeded ranking, scaled so the mean over
+/// destinations is `bytes`.
+pub fn all_to_all_sizes(bytes: u64, group_size: usize, skew: f64, rng: &mut Rng) -> Vec<u64> {
+    if group_size == 0 {
+        return Vec::new();
+    }
+    let mut rank: Vec<usize> = (0..group_size).collect();
+    for i in (1..group_size).rev() {
+        let j = rng.gen_range(0..i as u64 + 1) as usize;
+        rank.swap(i, j);
+    }
+    let weight: Vec<f64> = rank
+        .iter()
+        .map(|&r| 1.0 / ((r + 1) as f64).powf(skew))
+        .collect();
+    let total: f64 = weight.iter().sum();
+    weight
+        .iter()
+        .map(|w| ((bytes as f64 * group_size as f64 * w / total).round() as u64).max(1))
+        .collect()
+}
+
+fn all_to_all(s: &AllToAllSpec, hosts: usize, group: u32, rng: &mut Rng, out: &mut Vec<FlowPlan>) {
+    let size = s.group_size.unwrap_or(hosts).clamp(1, hosts.max(1));
+    for base in (0..hosts).step_by(size) {
+        let members = size.min(hosts - base);
+        let sizes = all_to_all_sizes(s.bytes, members, s.skew, rng);
+        for i in 0..members {
+            for (j, &b) in sizes.iter().enumerate() {
+                if i != j {
+                    out.push(FlowPlan {
+                        src: base + i,
+                        dst: base + j,
+                        start: us(s.start_us),
+                        bytes: Some(b),
+                        stop: None,
+                        paths: s.paths,
+                        group,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The CDF a Poisson workload samples (`cdf_points` wins over `cdf`; WebSearch when
+/// neither is given). Errors only for invalid `cdf_points`, which `check` reports.
+pub fn poisson_cdf(s: &PoissonSpec) -> Result<FlowSizeCdf, super::cdf::CdfError> {
+    match (&s.cdf_points, s.cdf) {
+        (Some(points), _) => {
+            let points: Vec<(f64, f64)> = points.iter().map(|p| (p[0], p[1])).collect();
+            FlowSizeCdf::new(&points)
+        }
+        (None, Some(CdfName::Hadoop)) => Ok(FlowSizeCdf::hadoop()),
+        (None, _) => Ok(FlowSizeCdf::web_search()),
+    }
+}
+
+/// Poisson arrivals at every host: rate `load x host rate / mean size`, each flow to a
+/// uniformly random other host, sizes from the CDF.
+fn poisson(s: &PoissonSpec, ctx: &Context, group: u32, rng: &mut Rng, out: &mut Vec<FlowPlan>) {
+    let Ok(cdf) = poisson_cdf(s) else { return };
+    let n = s.hosts.unwrap_or(ctx.hosts).min(ctx.hosts);
+    if n < 2 || s.load <= 0.0 {
+        return;
+    }
+    let start = s.start_us.max(0.0) * 1e-6;
+    let stop = s.stop_us.map_or(ctx.duration.as_secs_f64(), |t| t * 1e-6);
+    let per_host = s.load * ctx.host_bps / (8.0 * cdf.mean());
+    let mut flows = Vec::new();
+    for src in 0..n {
+        let mut t = start;
+        loop {
+            // Exponential inter-arrival time; 1 - u is in (0, 1].
+            t += -(1.0 - rng.gen_f64()).ln() / per_host;
+            if t >= stop {
+                break;
+            }
+            let mut dst = rng.gen_range(0..n as u64 - 1) as usize;
+            if dst >= src {
+                dst += 1;
+            }
+            flows.push(FlowPlan {
+                src,
+                dst,
+                start: Duration::from_ps((t * 1e12) as u64),
+                bytes: Some(cdf.sample(rng)),
+                stop: None,
+                paths: s.paths,
+                group,
+            });
+        }
+    }
+    flows.sort_by_key(|f| (f.start, f.src));
+    if let Some(max) = s.flows {
+        flows.truncate(max);
+    }
+    out.extend(flows);
+}

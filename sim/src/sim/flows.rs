@@ -1,0 +1,479 @@
+//! Hosts and flows: driving each host's [`Endpoint`] through the `Host` trait,
+//! starting flows, posting their messages and recording their completion.
+
+use super::Simulator;
+use crate::error::SimError;
+use crate::net::fabric::NONE;
+use crate::net::{Ev, Meta};
+use rondo_ud::time::{Duration, Instant};
+use rondo_ud::wire::{Flags, Packet};
+use rondo_ud::{ConnectionHandle, Event, FlowConfig, Host, Priority};
+
+/// Bytes of one posted message: finite flows post their bytes in messages of
+/// this size (the last one shorter); long-lived flows keep
+/// [`LONG_OUTSTANDING`] of them posted.
+pub const MESSAGE_BYTES: u64 = 256 * 1024;
+/// Messages a long-lived flow keeps outstanding (1 MiB).
+pub const LONG_OUTSTANDING: usize = 4;
+/// Largest ring of first-transmission times per flow: a retransmission more than
+/// this many PSNs behind the newest one sent gets no delay sample.
+const FIRST_SENT_RING: usize = 1 << 14;
+/// Timeouts of one host at one instant after which its timer is pushed 1 ns on.
+const MAX_TIMEOUTS_AT_ONE_INSTANT: u32 = 10_000;
+
+/// A flow to simulate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    /// Sending host.
+    pub src: usize,
+    /// Receiving host.
+    pub dst: usize,
+    /// When it starts.
+    pub start: Instant,
+    /// Bytes to send; `None` for a long-lived flow.
+    pub bytes: Option<u64>,
+    /// A long-lived flow stops posting new data at this time (`None`: never).
+    pub stop: Option<Instant>,
+    /// Logical paths; `None`: as many as the hosts have equal-cost paths.
+    pub paths: Option<u16>,
+    /// Engine configuration template: the simulator sets `paths`, `mtu`,
+    /// `line_rate_bps` and `seed`.
+    pub cfg: FlowConfig,
+    /// A label (job id, background) carried into the results.
+    pub group: u32,
+}
+
+/// What happened to one flow.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowResult {
+    /// Sending host.
+    pub src: usize,
+    /// Receiving host.
+    pub dst: usize,
+    /// The label from [`FlowSpec::group`].
+    pub group: u32,
+    /// Bytes to send (`None`: long-lived).
+    pub bytes: Option<u64>,
+    /// Logical paths used.
+    pub paths: u16,
+    /// Start time.
+    pub start: Instant,
+    /// When the last byte was delivered in order (finite flows).
+    pub finish: Option<Instant>,
+    /// When a long-lived flow stopped posting (if it has).
+    pub stop: Option<Instant>,
+    /// Payload bytes delivered in order at the receiver, since the start.
+    pub delivered: u64,
+    /// Payload bytes delivered since the start of measurement.
+    pub delivered_in_window: u64,
+    /// The connection failed (retry exceeded).
+    pub failed: bool,
+}
+
+impl FlowResult {
+    /// Flow completion time, for finite flows that completed.
+    pub fn fct(&self) -> Option<Duration> {
+        self.finish.map(|f| f.saturating_since(self.start))
+    }
+}
+
+pub(crate) struct FlowState {
+    pub spec: FlowSpec,
+    pub cfg: FlowConfig,
+    pub started: bool,
+    pub h_src: ConnectionHandle,
+    pub h_dst: ConnectionHandle,
+    pub finish: Option<Instant>,
+    pub stopped: Option<Instant>,
+    pub failed: bool,
+    pub delivered_at_warmup: u64,
+    pub next_msg: u64,
+    pub posted_bytes: u64,
+    /// First transmission (PSN, time) of recent packets, for the retransmission
+    /// delay: a ring indexed by PSN, grown up to [`FIRST_SENT_RING`] entries.
+    pub first_sent: Vec<(u32, Instant)>,
+}
+
+impl Simulator {
+    /// Adds a flow; returns its index in [`crate::Metrics::flows`].
+    pub fn add_flow(&mut self, spec: FlowSpec) -> Result<usize, SimError> {
+        self.check_pair(spec.src, spec.dst)?;
+        let bad = |what: String, allowed| Err(SimError::Flow { what, allowed });
+        if spec.bytes == Some(0) {
+            return bad(
+                "bytes = 0".into(),
+                "at least 1 byte, or None for a long-lived flow",
+            );
+        }
+        if spec.paths == Some(0) {
+            return bad("paths = 0".into(), "1 to 1024 logical paths, or None");
+        }
+        if spec.start < self.now {
+            return bad(
+                format!("start {:?} before now {:?}", spec.start, self.now),
+                "a start at or after now",
+            );
+        }
+        if spec.stop.is_some_and(|s| s < spec.start) {
+            return bad("stop before start".into(), "stop at or after start");
+        }
+        if self.flows.len() >= (u32::MAX / 2) as usize {
+            return bad("too many flows".into(), "at most 2^31 - 1 flows");
+        }
+        let paths = match spec.paths {
+            Some(p) => p,
+            None => {
+                let n = self
+                    .fabric
+                    .equal_cost_paths(spec.src as u32, spec.dst as u32);
+                n.clamp(1, 1024) as u16
+            }
+        };
+        let index = self.flows.len();
+        let cfg = self.flow_config_template(&spec, paths, index);
+        cfg.validate().map_err(rondo_ud::EndpointError::from)?;
+        self.agenda.push(spec.start, Ev::Start(index as u32));
+        if spec.bytes.is_some() {
+            self.finite_open += 1;
+            self.finite_total += 1;
+        } else {
+            self.long_running += 1;
+            if let Some(stop) = spec.stop {
+                self.agenda.push(stop, Ev::Stop(index as u32));
+            }
+        }
+        self.flows.push(FlowState {
+            spec,
+            cfg,
+            started: false,
+            h_src: ConnectionHandle(0),
+            h_dst: ConnectionHandle(0),
+            finish: None,
+            stopped: None,
+            failed: false,
+            delivered_at_warmup: 0,
+            next_msg: 0,
+            posted_bytes: 0,
+            first_sent: Vec::new(),
+        });
+        Ok(index)
+    }
+
+    pub(super) fn start_flow(&mut self, f: u32) {
+        let now = self.now;
+        let fl = &self.flows[f as usize];
+        let (src, dst) = (fl.spec.src, fl.spec.dst);
+        let cfg = fl.cfg.clone();
+        let mut cfg_b = cfg.clone();
+        cfg_b.seed = cfg.seed.wrapping_add(1);
+        let a = self.hosts[src].ep.connect(now, 2 * f, 2 * f + 1, &cfg);
+        let b = self.hosts[dst].ep.connect(now, 2 * f + 1, 2 * f, &cfg_b);
+        let (Ok(a), Ok(b)) = (a, b) else {
+            // Validated in add_flow; a refusal here fails the flow rather than the run.
+            self.fail_flow(f);
+            return;
+        };
+        self.hosts[src].conns.push(2 * f);
+        self.hosts[dst].conns.push(2 * f + 1);
+        let fl = &mut self.flows[f as usize];
+        fl.started = true;
+        fl.h_src = a;
+        fl.h_dst = b;
+        match fl.spec.bytes {
+            Some(total) => {
+                while self.flows[f as usize].posted_bytes < total {
+                    if !self.post_message(f, total - self.flows[f as usize].posted_bytes) {
+                        break;
+                    }
+                }
+            }
+            None => {
+                for _ in 0..LONG_OUTSTANDING {
+                    self.post_message(f, MESSAGE_BYTES);
+                }
+            }
+        }
+        self.service(src as u32);
+    }
+
+    /// Posts one message of up to `MESSAGE_BYTES` (at most `remaining`).
+    fn post_message(&mut self, f: u32, remaining: u64) -> bool {
+        let fl = &mut self.flows[f as usize];
+        let len = remaining.min(MESSAGE_BYTES).min(fl.cfg.max_message_len);
+        let id = fl.next_msg;
+        fl.next_msg += 1;
+        fl.posted_bytes += len;
+        let h = fl.h_src;
+        let src = fl.spec.src;
+        let now = self.now;
+        if self.hosts[src]
+            .ep
+            .post(h, now, id, vec![0u8; len as usize])
+            .is_err()
+        {
+            self.fail_flow(f);
+            return false;
+        }
+        true
+    }
+
+    pub(super) fn stop_flow(&mut self, f: u32) {
+        let fl = &mut self.flows[f as usize];
+        if fl.stopped.is_none() && !fl.failed {
+            fl.stopped = Some(self.now);
+            self.long_running -= 1;
+        }
+    }
+
+    fn fail_flow(&mut self, f: u32) {
+        let now = self.now;
+        let fl = &mut self.flows[f as usize];
+        if fl.failed {
+            return;
+        }
+        fl.failed = true;
+        if fl.spec.bytes.is_some() {
+            if fl.finish.is_none() {
+                self.finite_open -= 1;
+            }
+        } else if fl.stopped.is_none() {
+            fl.stopped = Some(now);
+            self.long_running -= 1;
+        }
+    }
+
+    /// Payload delivered in order so far on flow `f`.
+    pub(crate) fn delivered(&self, f: usize) -> u64 {
+        let fl = &self.flows[f];
+        if !fl.started {
+            return 0;
+        }
+        self.hosts[fl.spec.dst]
+            .ep
+            .connection(fl.h_dst)
+            .receiver_stats()
+            .bytes_delivered
+    }
+
+    /// Drains the events of the connection with local flow id `local`.
+    fn drain(&mut self, local: u32) {
+        let f = local / 2;
+        let Some(fl) = self.flows.get(f as usize) else {
+            return;
+        };
+        if !fl.started {
+            return;
+        }
+        let sender = local % 2 == 0;
+        let (host, h) = if sender {
+            (fl.spec.src, fl.h_src)
+        } else {
+            (fl.spec.dst, fl.h_dst)
+        };
+        let mut completes = 0;
+        let mut failed = false;
+        let mut received = false;
+        while let Some(e) = self.hosts[host].ep.poll_event(h) {
+            match e {
+                Event::SendComplete { .. } => completes += 1,
+                Event::Received { .. } => received = true,
+                Event::Error(_) => failed = true,
+                _ => {}
+            }
+        }
+        if failed {
+            self.fail_flow(f);
+        }
+        let fl = &self.flows[f as usize];
+        if received {
+            if let Some(total) = fl.spec.bytes {
+                if fl.finish.is_none() && !fl.failed && self.delivered(f as usize) >= total {
+                    self.flows[f as usize].finish = Some(self.now);
+                    self.finite_open -= 1;
+                }
+            }
+        }
+        let fl = &self.flows[f as usize];
+        if completes > 0 && fl.spec.bytes.is_none() && fl.stopped.is_none() && !fl.failed {
+            for _ in 0..completes {
+                self.post_message(f, MESSAGE_BYTES);
+            }
+        }
+    }
+
+    /// Sends everything host `host` has to send now, then reschedules its timer.
+    pub(crate) fn service(&mut self, host: u32) {
+        let now = self.now;
+        let hi = host as usize;
+        loop {
+            let slot = self.slab.alloc();
+            let Some(t) = self.hosts[hi]
+                .ep
+                .poll_transmit(now, self.slab.buf_mut(slot))
+            else {
+                self.slab.free(slot);
+                break;
+            };
+            self.inject(host, slot, t);
+        }
+        let h = &mut self.hosts[hi];
+        if let Some(t) = h.ep.poll_timeout() {
+            let t = if t <= now && h.spin.0 == now && h.spin.1 >= MAX_TIMEOUTS_AT_ONE_INSTANT {
+                self.counters.stuck_timers += 1;
+                now + Duration::from_ns(1)
+            } else {
+                t.max(now)
+            };
+            if h.timer_at.is_none_or(|s| t < s) {
+                h.gen = h.gen.wrapping_add(1);
+                h.timer_at = Some(t);
+                self.agenda.push(t, Ev::Timer { host, gen: h.gen });
+            }
+        }
+    }
+
+    fn inject(&mut self, host: u32, slot: u32, t: rondo_ud::Transmit) {
+        let f = (t.flow / 2) as usize;
+        let sender = t.flow % 2 == 0;
+        let dst = match self.flows.get(f) {
+            Some(fl) if sender => fl.spec.dst as u32,
+            Some(fl) => fl.spec.src as u32,
+            None => NONE,
+        };
+        if dst == NONE || t.len > self.cfg.mtu || t.len == 0 {
+            self.counters.drop_no_route += 1;
+            self.slab.free(slot);
+            return;
+        }
+        let class = t.priority.index();
+        if t.priority == Priority::Data && sender {
+            self.note_data_sent(f, slot, t.len);
+        }
+        let key = self.packet_key(host, dst, t.flow, t.path);
+        let m = Meta {
+            slot,
+            len: t.len as u16,
+            path: t.path,
+            class: class as u8,
+            ce: false,
+            dst,
+            ingress: NONE,
+            key,
+        };
+        let nic = self.fabric.nic[host as usize];
+        if self.ports[nic as usize].failed {
+            self.counters.drop_link_down += 1;
+            self.slab.free(slot);
+            return;
+        }
+        self.enqueue(nic, m);
+    }
+
+    /// Retransmission accounting from the data header (a tap, as on a real NIC).
+    fn note_data_sent(&mut self, f: usize, slot: u32, len: usize) {
+        let now = self.now;
+        let buf = self.slab.buf(slot, len);
+        if buf.len() < rondo_ud::wire::DATA_HEADER_LEN {
+            return;
+        }
+        let pkt = Packet::new_unchecked(buf);
+        let retx = pkt.flags_byte() & Flags::RETX.bits() != 0;
+        let psn = pkt.psn().0;
+        let fl = &mut self.flows[f];
+        let ring = &mut fl.first_sent;
+        if retx {
+            if !self.measuring {
+                return;
+            }
+            self.counters.retx_packets += 1;
+            if let Some(&(p, first)) = ring.get(psn as usize & ring.len().wrapping_sub(1)) {
+                if p == psn && first != Instant::MAX {
+                    self.counters.retx_delay_ps += u128::from(now.saturating_since(first).as_ps());
+                    self.counters.retx_delay_samples += 1;
+                }
+            }
+            return;
+        }
+        let offset = psn.wrapping_sub(fl.cfg.initial_psn) as usize;
+        if offset >= ring.len() && ring.len() < FIRST_SENT_RING {
+            // Grow to cover the offset; entries move to their new slots.
+            let size = (offset + 1).next_power_of_two().clamp(64, FIRST_SENT_RING);
+            let mut grown = vec![(0, Instant::MAX); size];
+            for &(p, t) in ring.iter().filter(|(_, t)| *t != Instant::MAX) {
+                grown[p as usize & (size - 1)] = (p, t);
+            }
+            *ring = grown;
+        }
+        let mask = ring.len() - 1;
+        ring[psn as usize & mask] = (psn, now);
+    }
+
+    /// A packet reached host `host`.
+    pub(crate) fn deliver(&mut self, host: u32, m: Meta) {
+        let now = self.now;
+        let hi = host as usize;
+        let data = m.class as usize == Priority::Data.index();
+        let measure = data && self.measuring;
+        let before = if measure {
+            let rb = self.hosts[hi].ep.reorder_buffer();
+            self.nic_ood.record(rb.nic_ood());
+            self.nic_rbo.record(rb.used_slots() as u64);
+            let s = rb.stats();
+            s.in_order + s.buffered
+        } else {
+            0
+        };
+        if let Some(log) = self.deliveries.as_mut() {
+            log.push(super::Delivery {
+                at: now,
+                host: hi,
+                priority: match m.class {
+                    0 => Priority::Control,
+                    1 => Priority::Data,
+                    _ => Priority::Probe,
+                },
+                len: usize::from(m.len),
+                path: m.path,
+                ce: m.ce,
+            });
+        }
+        let bytes = self.slab.buf(m.slot, usize::from(m.len));
+        let local = if bytes.len() >= rondo_ud::wire::COMMON_HEADER_LEN {
+            Packet::new_unchecked(bytes).flow()
+        } else {
+            u32::MAX
+        };
+        self.hosts[hi].ep.handle_datagram(now, m.path, bytes, m.ce);
+        self.slab.free(m.slot);
+        if measure {
+            let s = self.hosts[hi].ep.reorder_buffer().stats();
+            if s.in_order + s.buffered > before {
+                self.counters.unique_data_bytes += u64::from(m.len);
+            }
+        }
+        self.drain(local);
+        self.service(host);
+    }
+
+    pub(super) fn on_timer(&mut self, host: u32, gen: u32) {
+        let now = self.now;
+        let h = &mut self.hosts[host as usize];
+        if h.gen != gen {
+            return;
+        }
+        h.timer_at = None;
+        if h.spin.0 == now {
+            h.spin.1 = h.spin.1.saturating_add(1);
+        } else {
+            h.spin = (now, 1);
+        }
+        // The endpoint runs the connections whose timers are due (none when the
+        // timer moved later since it was scheduled).
+        h.ep.handle_timeout(now);
+        for i in 0..self.hosts[host as usize].conns.len() {
+            let local = self.hosts[host as usize].conns[i];
+            self.drain(local);
+        }
+        self.service(host);
+    }
+}

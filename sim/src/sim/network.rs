@@ -1,0 +1,266 @@
+//! Packet movement: serialisation, propagation, forwarding, switch queues (drop
+//! thresholds, shared buffer, ECN, PFC) and link changes.
+
+use super::{LinkChange, Simulator};
+use crate::net::fabric::NONE;
+use crate::net::{mix, Ev, Meta};
+
+/// Class indices (as `Priority::index`).
+const DATA: usize = 1;
+const PROBE: usize = 2;
+
+impl Simulator {
+    /// The next-hop link at switch `node` towards host `dst`, skipping failed links.
+    pub(crate) fn next_hop(&self, node: u32, dst: u32, key: u64, path: u16) -> Option<u32> {
+        let hops = self.fabric.next_hops(node, dst);
+        let n = hops.len();
+        if n == 0 {
+            return None;
+        }
+        let s = self.fabric.switch_index(node);
+        let first = if self.fabric.by_path[s] {
+            usize::from(path) % n
+        } else if n == 1 {
+            0
+        } else {
+            (mix(key ^ self.salts[s]) % n as u64) as usize
+        };
+        let l = hops[first];
+        if !self.ports[l as usize].failed {
+            return Some(l);
+        }
+        if self.fabric.by_path[s] {
+            return None; // a parallel path is its own route
+        }
+        (1..n)
+            .map(|k| hops[(first + k) % n])
+            .find(|&l| !self.ports[l as usize].failed)
+    }
+
+    /// Starts serialising the next packet of link `p` if it is free, and keeps at
+    /// most one `TxDone` pending for it.
+    pub(crate) fn try_start(&mut self, p: u32) {
+        let now = self.now;
+        let port = &mut self.ports[p as usize];
+        if port.tx_pending || port.failed || port.bps == 0 {
+            return;
+        }
+        if port.busy_until > now {
+            if port.next_class().is_some() {
+                port.tx_pending = true;
+                let at = port.busy_until;
+                self.agenda.push(at, Ev::TxDone(p));
+            }
+            return;
+        }
+        let Some(class) = port.next_class() else {
+            return;
+        };
+        port.account(now);
+        let Some(pkt) = port.queues[class].pop_front() else {
+            return;
+        };
+        let len = u64::from(pkt.len);
+        port.class_bytes[class] -= len;
+        port.stats.sent_packets += 1;
+        port.stats.sent_bytes += len;
+        let ser = port.serialisation(len);
+        port.busy_until = now + ser;
+        let arrival = (now + ser + port.delay).max(port.wire_tail);
+        port.wire_tail = arrival;
+        port.wire.push_back((arrival, pkt));
+        if !port.wire_pending {
+            port.wire_pending = true;
+            self.agenda.push(arrival, Ev::Arrive(p));
+        }
+        if port.next_class().is_some() {
+            port.tx_pending = true;
+            let at = port.busy_until;
+            self.agenda.push(at, Ev::TxDone(p));
+        }
+        let owner = port.owner;
+        let in_group = port.in_path_group;
+        if owner != NONE {
+            self.release(owner, pkt, class);
+        }
+        if in_group {
+            self.note_interpath();
+        }
+    }
+
+    /// A packet left switch `owner`'s buffer: shared-buffer and PFC accounting.
+    fn release(&mut self, owner: u32, m: Meta, class: usize) {
+        let len = u64::from(m.len);
+        self.switch_buffered[owner as usize] -= len;
+        if class != DATA || m.ingress == NONE {
+            return;
+        }
+        let Some(pfc) = &self.cfg.switch.pfc else {
+            return;
+        };
+        let xon = pfc.xon_bytes;
+        let i = m.ingress as usize;
+        self.pfc_ingress[i] -= len;
+        if self.ports[i].data_paused && self.pfc_ingress[i] < xon {
+            self.ports[i].data_paused = false;
+            self.try_start(i as u32);
+        }
+    }
+
+    /// Everything at the head of link `p`'s wire that has arrived by now.
+    pub(crate) fn wire_arrivals(&mut self, p: u32) {
+        let now = self.now;
+        self.ports[p as usize].wire_pending = false;
+        loop {
+            let port = &mut self.ports[p as usize];
+            match port.wire.front() {
+                Some(&(t, pkt)) if t <= now => {
+                    port.wire.pop_front();
+                    let to = port.to;
+                    if to < self.fabric.hosts {
+                        self.deliver(to, pkt);
+                    } else {
+                        self.forward(to, p, pkt);
+                    }
+                }
+                Some(&(t, _)) => {
+                    port.wire_pending = true;
+                    self.agenda.push(t, Ev::Arrive(p));
+                    return;
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// A packet arrived at switch `node` over link `ingress`.
+    fn forward(&mut self, node: u32, ingress: u32, mut m: Meta) {
+        let Some(out) = self.next_hop(node, m.dst, m.key, m.path) else {
+            if self.fabric.next_hops(node, m.dst).is_empty() {
+                self.counters.drop_no_route += 1;
+            } else {
+                self.counters.drop_link_down += 1;
+            }
+            self.slab.free(m.slot);
+            return;
+        };
+        let s = self.fabric.switch_index(node);
+        let class = m.class as usize;
+        let len = u64::from(m.len);
+        let sw = &self.cfg.switch;
+        let port = &self.ports[out as usize];
+        let drop = if class == PROBE {
+            let limit = u64::from(sw.probe_queue_limit_packets) * self.cfg.mtu as u64;
+            (port.class_bytes[PROBE] + len > limit
+                || self.switch_buffered[s] + len > sw.buffer_bytes)
+                .then_some(&mut self.counters.drop_probe)
+        } else if port.class_bytes[class] + len > sw.data_queue_limit_bytes {
+            Some(&mut self.counters.drop_data_threshold)
+        } else if self.switch_buffered[s] + len > sw.buffer_bytes {
+            Some(&mut self.counters.drop_buffer)
+        } else {
+            None
+        };
+        if let Some(counter) = drop {
+            *counter += 1;
+            self.slab.free(m.slot);
+            return;
+        }
+        let mut ce = m.ce;
+        if class == DATA {
+            if let Some(ecn) = &sw.ecn {
+                let scale = self.fabric.links[out as usize].bps as f64 / 100e9;
+                let q = port.class_bytes[DATA] as f64;
+                let (kmin, kmax) = (ecn.kmin_bytes as f64 * scale, ecn.kmax_bytes as f64 * scale);
+                if q >= kmax {
+                    ce = true;
+                } else if q > kmin {
+                    let p = ecn.pmax * (q - kmin) / (kmax - kmin);
+                    if self.rng.chance(p) {
+                        ce = true;
+                    }
+                }
+                if ce && !m.ce {
+                    self.ports[out as usize].stats.ce_marked += 1;
+                }
+            }
+            if let Some(pfc) = &self.cfg.switch.pfc {
+                let i = ingress as usize;
+                self.pfc_ingress[i] += len;
+                if self.pfc_ingress[i] > pfc.xoff_bytes && !self.ports[i].data_paused {
+                    self.ports[i].data_paused = true;
+                    self.ports[i].stats.pauses += 1;
+                }
+            }
+        }
+        m.ce = ce;
+        m.ingress = ingress;
+        self.switch_buffered[s] += len;
+        self.enqueue(out, m);
+    }
+
+    /// Puts a packet into a link's queue and starts the link if it is idle.
+    pub(crate) fn enqueue(&mut self, out: u32, m: Meta) {
+        let class = m.class as usize;
+        let port = &mut self.ports[out as usize];
+        port.account(self.now);
+        port.queues[class].push_back(m);
+        port.class_bytes[class] += u64::from(m.len);
+        port.note_max();
+        let in_group = port.in_path_group;
+        self.try_start(out);
+        if in_group {
+            self.note_interpath();
+        }
+    }
+
+    /// Largest queue difference among the path-group links, tracked at every change.
+    fn note_interpath(&mut self) {
+        if !self.measuring {
+            return;
+        }
+        let (mut lo, mut hi) = (u64::MAX, 0);
+        for &l in &self.fabric.path_links {
+            let q = self.ports[l as usize].queued_bytes();
+            lo = lo.min(q);
+            hi = hi.max(q);
+        }
+        self.interpath_max = self.interpath_max.max(hi.saturating_sub(lo));
+    }
+
+    pub(crate) fn apply_change(&mut self, link: u32, change: LinkChange) {
+        let p = link as usize;
+        match change {
+            LinkChange::Rate(g) => {
+                self.ports[p].set_rate((g * 1e9).round() as u64);
+                self.try_start(link);
+            }
+            LinkChange::Delay(d) => self.ports[p].delay = d,
+            LinkChange::Fail => {
+                self.ports[p].account(self.now);
+                self.ports[p].failed = true;
+                let owner = self.ports[p].owner;
+                for class in 0..3 {
+                    while let Some(pkt) = self.ports[p].queues[class].pop_front() {
+                        let len = u64::from(pkt.len);
+                        self.ports[p].class_bytes[class] -= len;
+                        if owner != NONE {
+                            self.release(owner, pkt, class);
+                        }
+                        self.counters.drop_link_down += 1;
+                        self.slab.free(pkt.slot);
+                    }
+                }
+                while let Some((_, pkt)) = self.ports[p].wire.pop_front() {
+                    self.counters.drop_link_down += 1;
+                    self.slab.free(pkt.slot);
+                }
+                self.ports[p].wire_tail = self.now;
+            }
+            LinkChange::Restore => {
+                self.ports[p].failed = false;
+                self.try_start(link);
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Timed events of scenario files reach the simulator's links.
+
+use rondo_sim::scenario::{parse, run, Override, Report, RunOptions};
+
+const BASE: &str = r#"
+seed = 5
+duration_us = 3000
+mtu = 1500
+[topology]
+kind = "parallel"
+host_gbps = 100
+paths = [
+    { gbps = 25, delay_us = 5.0 },
+    { gbps = 25, delay_us = 5.0 },
+    { gbps = 25, delay_us = 5.0 },
+    { gbps = 25, delay_us = 5.0 },
+]
+[workload]
+kind = "long_flows"
+bytes = 3000000
+"#;
+
+fn report(extra: &str, sets: &[&str]) -> Report {
+    let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
+    let s = parse("events.toml", &format!("{BASE}{extra}"), &sets).unwrap();
+    run(&s, "events.toml", RunOptions::default(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .report
+}
+
+#[test]
+fn a_failed_path_loses_packets_and_the_flow_still_completes() {
+    let calm = report("", &[]);
+    assert_eq!(calm.flows_completed, 1);
+    assert_eq!(calm.drops.switch, 0);
+    let fail = "[[events]]\nat_us = 100\npath = 2\naction = \"fail\"\n";
+    let failed = report(fail, &[]);
+    assert_eq!(
+        failed.flows_completed, 1,
+        "the flow routes around the dead path"
+    );
+    assert!(
+        failed.drops.switch > 0,
+        "packets on the failed link are lost"
+    );
+    assert!(failed.retx.packets > 0);
+    assert!(failed.jct_us.unwrap() > calm.jct_us.unwrap());
+    // Naming the same link by kind and index does the same.
+    let by_name = fail.replace("path = 2", "link = \"path_forward\"\nindex = 2");
+    let named = report(&by_name, &[]);
+    assert_eq!(named.drops.switch, failed.drops.switch);
+    assert_eq!(named.jct_us, failed.jct_us);
+}
+
+#[test]
+fn a_rate_change_moves_the_ideal_and_the_throughput() {
+    let slow = "[[events]]\nat_us = 0\npath = 0\naction = \"rate\"\ngbps = 5\n";
+    let r = report(slow, &["workload.bytes=100000000", "warmup_us=500"]);
+    assert!((r.ideal_gbps - 80.0).abs() < 1e-9, "ideal {}", r.ideal_gbps);
+    assert!(
+        r.throughput_gbps > 0.9 * 80.0 && r.throughput_gbps < 80.0 * 1.01,
+        "throughput {}",
+        r.throughput_gbps
+    );
+}
+
+#[test]
+fn a_missing_link_is_named() {
+    let bad = "[[events]]\nat_us = 0\nlink = \"agg_up\"\nindex = 0\naction = \"fail\"\n";
+    let s = parse("events.toml", &format!("{BASE}{bad}"), &[]).unwrap();
+    let e = run(&s, "events.toml", RunOptions::default(), &mut |_| {})
+        .expect_err("the parallel topology has no aggregation links")
+        .to_string();
+    assert!(
+        e.contains("events[0].index") && e.contains("parallel"),
+        "{e}"
+    );
+}
