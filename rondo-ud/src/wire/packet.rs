@@ -448,24 +448,28 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
+#[inline]
 fn be_u16(data: &[u8], f: field::Field) -> u16 {
     let mut bytes = [0; 2];
     bytes.copy_from_slice(&data[f]);
     u16::from_be_bytes(bytes)
 }
 
+#[inline]
 fn be_u32(data: &[u8], f: field::Field) -> u32 {
     let mut bytes = [0; 4];
     bytes.copy_from_slice(&data[f]);
     u32::from_be_bytes(bytes)
 }
 
+#[inline]
 fn be_u64(data: &[u8], f: field::Field) -> u64 {
     let mut bytes = [0; 8];
     bytes.copy_from_slice(&data[f]);
     u64::from_be_bytes(bytes)
 }
 
+#[inline]
 fn put(data: &mut [u8], f: field::Field, bytes: &[u8]) {
     data[f].copy_from_slice(bytes);
 }
