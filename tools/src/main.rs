@@ -7,6 +7,7 @@
 
 mod chart;
 mod demo;
+mod perf;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -26,11 +27,15 @@ enum Command {
     /// with the packet scheduler on and off, and print goodput, utilization and
     /// reordering (OOD/RBO).
     Demo(demo::Args),
+    /// perftest-like bandwidth and latency runs between two hosts over UDP:
+    /// `rondo perf server` on one, `rondo perf client HOST` on the other.
+    Perf(perf::Args),
 }
 
 fn main() -> ExitCode {
     let result = match Cli::parse().command {
         Command::Demo(args) => demo::run(&args),
+        Command::Perf(args) => perf::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
