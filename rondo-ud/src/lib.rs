@@ -7,6 +7,11 @@
 //! engine never reads a clock, opens a socket or spawns a thread: time comes in as
 //! an argument, datagrams as byte slices, and what it wants sent comes out of
 //! `poll_transmit`.
+//!
+//! Datapaths drive any [`Host`]: [`mem`] (deterministic, in memory, for tests),
+//! `udp` (kernel UDP sockets, Linux; `docs/udp.md`), and the simulator in the `sim`
+//! crate. [`fault`] injects faults around any of them; [`placement`] decides where
+//! received payloads land.
 #![deny(unsafe_code)] // allowed in `udp::sys` only, the kernel calls of the UDP datapath
 
 pub mod config;

@@ -77,20 +77,40 @@ impl Placement for CopyPlacement {
 
 /// A [`Placement`] with a final place for every byte: the message buffer is
 /// allocated whole at `begin` and [`Placement::target`] hands out its slices, so
-/// that a datapath can receive in-order payloads in place.
-#[derive(Debug, Default)]
+/// that a datapath can receive in-order payloads in place. Messages longer than
+/// its limit are refused (`begin` returns false), so that a peer cannot make it
+/// allocate `max_message_len` bytes with one packet.
+#[derive(Debug)]
 pub struct BufferPlacement {
     data: Vec<u8>,
+    limit: u64,
+}
+
+impl Default for BufferPlacement {
+    /// A limit of 64 MiB.
+    fn default() -> Self {
+        BufferPlacement::with_limit(MAX_PREALLOC)
+    }
+}
+
+impl BufferPlacement {
+    /// Places messages of up to `limit` bytes.
+    pub fn with_limit(limit: u64) -> BufferPlacement {
+        BufferPlacement {
+            data: Vec::new(),
+            limit,
+        }
+    }
 }
 
 impl Placement for BufferPlacement {
     fn begin(&mut self, _msg_id: u64, msg_len: u64) -> bool {
         match usize::try_from(msg_len) {
-            Ok(len) => {
+            Ok(len) if msg_len <= self.limit => {
                 self.data = vec![0; len];
                 true
             }
-            Err(_) => false,
+            _ => false,
         }
     }
 
@@ -138,5 +158,13 @@ mod tests {
         p.place(3, b"uvw");
         assert!(p.target(4, 3).is_none(), "past the end");
         assert_eq!(p.finish(), b"xyzuvw");
+    }
+
+    #[test]
+    fn buffer_placement_refuses_messages_over_its_limit() {
+        let mut p = BufferPlacement::with_limit(100);
+        assert!(!p.begin(1, 101));
+        assert!(p.begin(2, 100));
+        assert!(!BufferPlacement::default().begin(3, 1 << 32));
     }
 }

@@ -216,3 +216,38 @@ proptest! {
         prop_assert_eq!(ep.connections()[0].receiver_stats().data_packets, 0);
     }
 }
+
+proptest! {
+    /// Any DATA packet with any token round-trips: same `Repr`, same payload, same
+    /// token, and the header stays a multiple of 4 bytes.
+    #[test]
+    fn token_round_trips_for_any_packet(
+        token in any::<u64>(),
+        len in 1usize..2000,
+        offset in 0u64..10_000,
+        extra in 0u64..5_000,
+        psn in any::<u32>(),
+    ) {
+        let msg_len = offset + len as u64 + extra;
+        let repr = Repr {
+            common: CommonRepr {
+                flow: 9,
+                psn: Psn(psn),
+                path: 3,
+                flags: Flags::empty()
+                    .with_if(Flags::FIRST, offset == 0)
+                    .with_if(Flags::LAST, extra == 0),
+                timestamp_ns: 77,
+            },
+            body: Body::Data(DataRepr { msg_id: 1, msg_len, offset, payload_len: len }),
+        };
+        let mut buf = vec![0; repr.buffer_len_with_token(Some(token))];
+        let header_len = repr.emit_with_token(&mut buf, Some(token)).unwrap();
+        prop_assert_eq!(header_len % 4, 0);
+        buf[header_len..].fill(0x5c);
+        let (parsed, payload) = wire::parse(&buf).unwrap();
+        prop_assert_eq!(parsed, repr);
+        prop_assert_eq!(payload.len(), len);
+        prop_assert_eq!(Packet::new_checked(&buf[..]).unwrap().token(), Some(token));
+    }
+}

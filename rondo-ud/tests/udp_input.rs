@@ -149,6 +149,9 @@ fn bad_datagrams_from_a_foreign_socket_are_counted_and_dropped() {
     foreign
         .send_to(&data_datagram(FLOW_B, 0x4000_0000, 100, Some(7)), to)
         .unwrap(); // far outside the window, and the wrong token
+    foreign
+        .send_to(&data_datagram(FLOW_B, 0x4000_0000, 100, cfg.token), to)
+        .unwrap(); // far outside the window with the right token: NAKed, never applied
     let (mut ev_a, mut ev_b) = (Vec::new(), Vec::new());
     let ok = drive(&mut a, &mut b, &clock, 2_000_000, |a, b| {
         events(&mut a.host, a.conn, &mut ev_a);
@@ -174,4 +177,54 @@ fn bad_datagrams_from_a_foreign_socket_are_counted_and_dropped() {
         "nothing from the foreign socket was delivered"
     );
     assert!(received[0].0 == 1 && *received[0].1 == msg);
+}
+
+/// Emits one datagram per listed flow on path 0, then nothing.
+struct Flows(Vec<u32>);
+
+impl Host for Flows {
+    fn handle_datagram(&mut self, _: Instant, _: u16, _: &[u8], _: bool) {}
+    fn handle_timeout(&mut self, _: Instant) {}
+    fn poll_transmit(&mut self, _: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let flow = self.0.pop()?;
+        buf[0] = flow as u8;
+        Some(Transmit {
+            path: 0,
+            priority: Priority::Data,
+            len: 10,
+            flow,
+        })
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+}
+
+#[test]
+fn transmits_go_to_their_flows_peer_and_unknown_flows_are_dropped() {
+    let cfg = loopback(1);
+    let mut x = UdpDatapath::bind(cfg.clone()).unwrap();
+    let mut y = UdpDatapath::bind(cfg.clone()).unwrap();
+    let mut sender = UdpDatapath::bind(cfg).unwrap();
+    sender.add_peer(6, y.local_addrs().to_vec()).unwrap();
+    sender.add_peer(5, x.local_addrs().to_vec()).unwrap();
+    assert!(sender.add_peer(7, vec![]).is_err(), "one address per path");
+    let clock = Clock::new();
+    sender
+        .poll(&mut Flows(vec![5, 6, 7, 5]), &clock, Duration::ZERO)
+        .unwrap();
+    assert_eq!(sender.stats().unroutable, 1, "flow 7 has no peer");
+    let mut got_x = Vec::new();
+    let mut got_y = Vec::new();
+    for _ in 0..50 {
+        x.receive_with(Duration::from_millis(5), |_, d, _| got_x.push(d[0]))
+            .unwrap();
+        y.receive_with(Duration::from_millis(5), |_, d, _| got_y.push(d[0]))
+            .unwrap();
+        if got_x.len() + got_y.len() == 3 {
+            break;
+        }
+    }
+    assert_eq!((got_x, got_y), (vec![5, 5], vec![6]));
+    assert!(sender.remove_peer(5) && !sender.remove_peer(5));
 }

@@ -86,3 +86,17 @@ fn raw_blast_reaches_every_datagram_with_and_without_offloads() {
         assert_eq!(rs.datagrams_in, 80);
     }
 }
+
+/// A progress thread owns its datapath and endpoint: both move between threads.
+#[test]
+fn datapath_and_endpoint_are_send() {
+    fn send<T: Send>() {}
+    send::<UdpDatapath>();
+    send::<rondo_ud::Endpoint>();
+    send::<rondo_ud::fault::FaultInjector<rondo_ud::Endpoint>>();
+    let dp = UdpDatapath::bind(loopback(2)).unwrap();
+    let addrs = std::thread::spawn(move || dp.local_addrs().to_vec())
+        .join()
+        .unwrap();
+    assert_eq!(addrs.len(), 2);
+}

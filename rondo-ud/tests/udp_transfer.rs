@@ -50,7 +50,6 @@ fn messages_arrive_byte_exact_over_four_paths() {
     let sa = a.dp.stats();
     let sb = b.dp.stats();
     assert!(sa.datagrams_out > 0 && sb.datagrams_in > 0);
-    eprintln!("a: {sa:?}\nb: {sb:?}\nsender: {:?}", conn.sender_stats());
     assert_eq!(sb.truncated, 0);
     assert_eq!(b.host.stats().bad_token, 0);
     assert_eq!(b.host.stats().malformed, 0);
@@ -114,4 +113,38 @@ fn byte_exact_under_injected_loss_and_reordering() {
     );
     let rx = b.host.inner().connection(b.conn).receiver_stats();
     assert!(rx.ood.max() > 0, "reordering was seen");
+}
+
+/// The same over IPv6 loopback (traffic class instead of TOS), when the host has it.
+#[test]
+fn transfer_over_ipv6_loopback() {
+    let udp = rondo_ud::udp::UdpConfig {
+        local_ip: "::1".parse().unwrap(),
+        ..loopback(2)
+    };
+    if let Err(e) = std::net::UdpSocket::bind("[::1]:0") {
+        println!("skipped: no IPv6 loopback here ({e})");
+        return;
+    }
+    let clock = Clock::new();
+    let (mut a, mut b) = pair(udp, &flow(2), &clock);
+    let msg = pattern(100_000, 6);
+    a.host.post(a.conn, clock.now(), 2, msg.clone()).unwrap();
+    let mut ev_b = Vec::new();
+    let ok = drive(&mut a, &mut b, &clock, 2_000_000, |_, b| {
+        events(&mut b.host, b.conn, &mut ev_b);
+        !ev_b.is_empty()
+    });
+    assert!(ok);
+    assert_eq!(
+        ev_b[0],
+        Event::Received {
+            msg_id: 2,
+            data: msg
+        }
+    );
+    assert!(a.dp.local_addrs().iter().all(|a| a.is_ipv6()));
+    if b.dp.tos_readback() {
+        assert_eq!(b.dp.stats().tos_seen, b.dp.stats().datagrams_in);
+    }
 }

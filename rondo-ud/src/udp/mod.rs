@@ -5,8 +5,8 @@
 //! network-namespace setup.
 //!
 //! ```no_run
-//! use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-//! use rondo_ud::{Endpoint, EndpointConfig, FlowConfig};
+//! use rondo_ud::udp::{self, Clock, UdpConfig, UdpDatapath};
+//! use rondo_ud::{Endpoint, EndpointConfig};
 //! use std::time::Duration;
 //!
 //! let mut dp = UdpDatapath::bind(UdpConfig { base_port: 0, ..UdpConfig::default() })?;
@@ -14,7 +14,7 @@
 //! # let peer_addrs = my_addrs.clone();
 //! let clock = Clock::new();
 //! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
-//! ep.connect(clock.now(), 1, 2, &FlowConfig::default()).unwrap();
+//! ep.connect(clock.now(), 1, 2, &udp::flow_config(4)).unwrap();
 //! dp.add_peer(1, peer_addrs)?; // path i of flow 1 goes to the peer's socket i
 //! loop {
 //!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
@@ -24,229 +24,27 @@
 //! ```
 
 mod batch;
+mod config;
 mod raw;
+mod recv;
 mod sys;
 
+pub use config::{flow_config, Clock, PollOutcome, UdpConfig, UdpStats, DEFAULT_PORT};
 pub use raw::RawCount;
+
+use config::CE;
 
 use crate::time::Instant;
 use crate::transmit::{Host, Priority};
 use batch::TxQueue;
-use std::collections::HashMap;
 use std::io;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 use sys::{InMsg, MsgArrays};
 
-/// Rondo's default UDP port (`docs/wire.md`): path i binds `DEFAULT_PORT + i`.
-pub const DEFAULT_PORT: u16 = 4792;
 /// Largest UDP payload in one received buffer when GRO coalesces datagrams.
 const GRO_SLOT: usize = 65_536;
-/// Largest batch: the kernel's `UIO_MAXIOV`.
-const MAX_BATCH: usize = 1024;
-
-/// How a [`UdpDatapath`] binds and sends.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UdpConfig {
-    /// Address to bind every path socket to (`0.0.0.0` by default; use the address
-    /// the peer reaches, or a loopback address, when the addresses go into an
-    /// endpoint descriptor).
-    pub local_ip: IpAddr,
-    /// Port of path 0; path i binds `base_port + i`. 0: an ephemeral port per path.
-    pub base_port: u16,
-    /// Number of paths, one socket each (1 to 1024).
-    pub paths: u16,
-    /// DSCP of ACKs and NAKs (0-63). Default 46 (EF).
-    pub dscp_control: u8,
-    /// DSCP of data packets (0-63). Default 26 (AF31, RoCEv2's usual class).
-    pub dscp_data: u8,
-    /// DSCP of capacity probes, the lowest priority (0-63). Default 8 (CS1).
-    pub dscp_probe: u8,
-    /// Mark sent datagrams ECN-capable (ECT(0)), so that switches mark instead of
-    /// dropping; CE marks are read back either way.
-    pub ecn: bool,
-    /// Datagrams per `sendmmsg` / `recvmmsg` batch and per path queue (1 to 1024).
-    pub batch: usize,
-    /// Use UDP GSO (`UDP_SEGMENT`) when the kernel has it.
-    pub gso: bool,
-    /// Use UDP GRO (`UDP_GRO`) when the kernel has it.
-    pub gro: bool,
-    /// Largest datagram sent or received without GRO, bytes (the engine's MTU or more).
-    pub max_datagram: usize,
-    /// `SO_SNDBUF` / `SO_RCVBUF` asked for each socket, bytes (the kernel may cap it).
-    pub socket_buffer: usize,
-    /// Waits shorter than this are not slept but polled (the kernel's timer slack
-    /// makes short sleeps long).
-    pub spin: Duration,
-}
-
-impl Default for UdpConfig {
-    fn default() -> Self {
-        UdpConfig {
-            local_ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            base_port: DEFAULT_PORT,
-            paths: 4,
-            dscp_control: 46,
-            dscp_data: 26,
-            dscp_probe: 8,
-            ecn: true,
-            batch: 32,
-            gso: true,
-            gro: true,
-            max_datagram: 9_216,
-            socket_buffer: 4 << 20,
-            spin: Duration::from_micros(20),
-        }
-    }
-}
-
-impl UdpConfig {
-    fn validate(&self) -> io::Result<()> {
-        let bad = |what: &str| {
-            Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                what.to_string(),
-            ))
-        };
-        if !(1..=1024).contains(&self.paths) {
-            return bad("UdpConfig::paths must be 1 to 1024");
-        }
-        if !(1..=MAX_BATCH).contains(&self.batch) {
-            return bad("UdpConfig::batch must be 1 to 1024");
-        }
-        if !(crate::wire::COMMON_HEADER_LEN..=65_507).contains(&self.max_datagram) {
-            return bad("UdpConfig::max_datagram must be 24 to 65507 bytes");
-        }
-        if self.dscp_control > 63 || self.dscp_data > 63 || self.dscp_probe > 63 {
-            return bad("UdpConfig DSCP values are 6 bits: 0 to 63");
-        }
-        if self.base_port != 0 && u32::from(self.base_port) + u32::from(self.paths) > 65_536 {
-            return bad("UdpConfig::base_port + paths runs past port 65535; lower base_port");
-        }
-        Ok(())
-    }
-
-    /// The TOS byte (DSCP and ECN bits) of a priority class.
-    pub fn tos(&self, priority: Priority) -> u8 {
-        let dscp = match priority {
-            Priority::Control => self.dscp_control,
-            Priority::Data => self.dscp_data,
-            Priority::Probe => self.dscp_probe,
-        };
-        (dscp << 2) | if self.ecn { ECT0 } else { 0 }
-    }
-}
-
-/// A [`FlowConfig`](crate::FlowConfig) for flows over this datapath, from
-/// `FlowConfig::default()` (the paper's) with what a software datapath needs:
-///
-/// - `base_rtt` of 1 ms per path: the host's batching and thread wake-ups are part
-///   of every round trip (DESIGN.md: the base RTT must include serialisation; here
-///   it must include the host). With the measured loopback minimum (tens of
-///   microseconds) ARCC reads every batch as queueing and shrinks the windows.
-/// - no pacing: the driver polls every few microseconds and sends whole batches,
-///   so the window alone clocks the flow (with pacing, see
-///   `FlowConfig::pacing_burst`);
-/// - no capacity probing: probes sent up to the line rate cost a host as much CPU
-///   as data packets, and there is no switch priority queue to drop them first;
-/// - a 2 ms RTO floor and 30 retries, for the scheduling stalls of a loaded host.
-///
-/// Measured on loopback with `examples/udp_perf.rs` (see `docs/udp.md`).
-pub fn flow_config(paths: u16) -> crate::FlowConfig {
-    crate::FlowConfig {
-        paths,
-        base_rtt: Some(vec![crate::time::Duration::from_ms(1); usize::from(paths)]),
-        pacing: false,
-        probing: false,
-        rto_min: crate::time::Duration::from_ms(2),
-        retry_limit: 30,
-        ..crate::FlowConfig::default()
-    }
-}
-
-/// ECN codepoint ECT(0).
-const ECT0: u8 = 0b10;
-/// ECN codepoint CE.
-const CE: u8 = 0b11;
-
-/// A monotonic clock for the engine: [`Instant`]s counted from its creation.
-#[derive(Clone, Copy, Debug)]
-pub struct Clock {
-    origin: std::time::Instant,
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::new()
-    }
-}
-
-impl Clock {
-    /// A clock whose zero is now.
-    pub fn new() -> Clock {
-        Clock {
-            origin: std::time::Instant::now(),
-        }
-    }
-
-    /// The engine time now (nanosecond resolution).
-    pub fn now(&self) -> Instant {
-        Instant::from_ns(self.origin.elapsed().as_nanos() as u64)
-    }
-
-    /// The wall-clock wait until `t`, zero when it has passed.
-    pub fn until(&self, t: Instant) -> Duration {
-        Duration::from_nanos(t.saturating_since(self.now()).as_ns())
-    }
-}
-
-/// Counters of a [`UdpDatapath`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct UdpStats {
-    /// Datagrams received (after GRO splitting).
-    pub datagrams_in: u64,
-    /// UDP payload bytes received.
-    pub bytes_in: u64,
-    /// Datagrams sent (GSO segments counted one by one).
-    pub datagrams_out: u64,
-    /// UDP payload bytes sent.
-    pub bytes_out: u64,
-    /// `sendmmsg` calls.
-    pub send_batches: u64,
-    /// `recvmmsg` calls that returned datagrams.
-    pub recv_batches: u64,
-    /// Messages sent as a GSO train of two or more datagrams.
-    pub gso_sends: u64,
-    /// Received buffers that GRO had coalesced from two or more datagrams.
-    pub gro_receives: u64,
-    /// Times GSO failed at run time and the datapath fell back to one datagram per
-    /// message.
-    pub gso_fallbacks: u64,
-    /// Failed receive calls.
-    pub recv_errors: u64,
-    /// Failed send calls (their datagrams are dropped, as a network would).
-    pub send_errors: u64,
-    /// Datagrams dropped because a send failed.
-    pub send_dropped: u64,
-    /// Datagrams longer than the receive buffer (cut, dropped).
-    pub truncated: u64,
-    /// Datagrams whose TOS byte the kernel reported.
-    pub tos_seen: u64,
-    /// Datagrams that arrived CE-marked.
-    pub ecn_ce: u64,
-    /// Transmits for a flow with no peer, or a path the datapath lacks (dropped).
-    pub unroutable: u64,
-}
-
-/// What one [`UdpDatapath::poll`] did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PollOutcome {
-    /// Datagrams handed to the host.
-    pub received: usize,
-    /// Datagrams the host produced and the datapath sent.
-    pub sent: usize,
-}
 
 /// One UDP socket per path, batched I/O, and a driver loop for a [`Host`].
 #[derive(Debug)]
@@ -258,7 +56,9 @@ pub struct UdpDatapath {
     gso: bool,
     gro: bool,
     tos_readback: bool,
-    peers: HashMap<u32, Vec<SocketAddr>>,
+    /// Peer addresses per local flow, sorted by flow (binary search, no hashing
+    /// per datagram).
+    peers: Vec<(u32, Vec<SocketAddr>)>,
     tx: Vec<TxQueue>,
     /// Where raw mode builds datagrams.
     scratch: Vec<u8>,
@@ -357,7 +157,7 @@ impl UdpDatapath {
             out_msgs: Vec::with_capacity(batch),
             pollfds,
             stats: UdpStats::default(),
-            peers: HashMap::new(),
+            peers: Vec::new(),
             sockets,
             local,
             v6,
@@ -421,7 +221,10 @@ impl UdpDatapath {
                 "peer address family differs from the local sockets': bind local_ip in the peer's family",
             ));
         }
-        self.peers.insert(local_flow, addrs);
+        match self.peers.binary_search_by_key(&local_flow, |p| p.0) {
+            Ok(i) => self.peers[i].1 = addrs,
+            Err(i) => self.peers.insert(i, (local_flow, addrs)),
+        }
         Ok(())
     }
 
@@ -442,7 +245,13 @@ impl UdpDatapath {
 
     /// Forgets the route of `local_flow`; returns whether it had one.
     pub fn remove_peer(&mut self, local_flow: u32) -> bool {
-        self.peers.remove(&local_flow).is_some()
+        match self.peers.binary_search_by_key(&local_flow, |p| p.0) {
+            Ok(i) => {
+                self.peers.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     /// One round of the driver loop: runs the host's due timers, sends what it has
@@ -472,8 +281,10 @@ impl UdpDatapath {
         // One ppoll says which sockets have datagrams (cheaper than a recvmmsg that
         // finds nothing on each of them).
         if sys::wait_readable(&mut self.pollfds, wait)? > 0 {
+            // One arrival time for what one poll receives: it arrived together.
+            let rx_now = clock.now();
             out.received += self.receive(|path, data, tos| {
-                host.handle_datagram(clock.now(), path, data, is_ce(tos));
+                host.handle_datagram(rx_now, path, data, is_ce(tos));
             })?;
         }
         let now = clock.now();
@@ -501,15 +312,7 @@ impl UdpDatapath {
             };
             n += 1;
             let path = usize::from(t.path);
-            let dest = match self.peers.get(&t.flow) {
-                Some(addrs) => addrs.get(path).copied(),
-                None if self.peers.len() == 1 => self
-                    .peers
-                    .values()
-                    .next()
-                    .and_then(|a| a.get(path).copied()),
-                None => None,
-            };
+            let dest = self.route(t.flow, path);
             let (Some(dest), true) = (dest, t.len <= max) else {
                 self.stats.unroutable += 1;
                 continue;
@@ -540,6 +343,22 @@ impl UdpDatapath {
         n
     }
 
+    /// The destination of a transmit of `flow` on `path`: the flow's peer, or the
+    /// only peer when the flow has none.
+    fn route(&self, flow: u32, path: usize) -> Option<SocketAddr> {
+        let addrs = match self.peers.as_slice() {
+            [(_, only)] => only, // the flow's own, or the only peer
+            peers => {
+                &peers
+                    .binary_search_by_key(&flow, |p| p.0)
+                    .ok()
+                    .map(|i| &peers[i])?
+                    .1
+            }
+        };
+        addrs.get(path).copied()
+    }
+
     /// Sends everything queued on `path`.
     fn send_path(&mut self, path: usize) {
         if self.tx[path].is_empty() {
@@ -556,144 +375,6 @@ impl UdpDatapath {
             &mut self.stats,
         );
         self.tx[path].clear();
-    }
-
-    /// Receives the datagrams waiting on the path sockets that the last
-    /// `wait_readable` found readable and hands each to `deliver(path, datagram,
-    /// tos)`. Each round takes one `recvmmsg` batch from every readable socket and
-    /// delivers the datagrams interleaved across paths, one per path in turn: the
-    /// sender sprays consecutive PSNs over the paths, so this keeps the arrival
-    /// order close to PSN order instead of handing over one path's batch at a time.
-    fn receive(&mut self, mut deliver: impl FnMut(u16, &[u8], Option<u8>)) -> io::Result<usize> {
-        let mut total = 0;
-        for round in 0..4 {
-            let mut more = false;
-            for path in 0..self.sockets.len() {
-                self.rx_got[path] = 0;
-                // The first round tries every socket, not only those ppoll found
-                // readable: datagrams of the other paths that arrived since would
-                // otherwise wait a whole poll and come out far behind their PSNs.
-                if round > 0 && self.pollfds[path].revents == 0 {
-                    continue;
-                }
-                let got = self.recv_path(path)?;
-                if got < self.rx_per_path {
-                    self.pollfds[path].revents = 0; // drained
-                } else {
-                    more = true;
-                }
-            }
-            total += self.deliver_interleaved(&mut deliver);
-            if !more {
-                break;
-            }
-        }
-        Ok(total)
-    }
-
-    /// One `recvmmsg` on `path`'s socket into its slots; returns the messages.
-    fn recv_path(&mut self, path: usize) -> io::Result<usize> {
-        let (pp, slot) = (self.rx_per_path, self.rx_slot);
-        let buf = &mut self.rx_buf[path * pp * slot..(path + 1) * pp * slot];
-        let msgs = &mut self.rx_msgs[path * pp..(path + 1) * pp];
-        let fd = self.sockets[path].as_raw_fd();
-        let got = match sys::recv(fd, &mut self.arrays, buf, slot, msgs) {
-            Ok(got) => got,
-            Err(e) => {
-                self.stats.recv_errors += 1;
-                return Err(e);
-            }
-        };
-        if got > 0 {
-            self.stats.recv_batches += 1;
-        }
-        for m in &msgs[..got] {
-            if m.truncated {
-                self.stats.truncated += 1;
-            } else if m.segment > 0 && m.segment < m.len {
-                self.stats.gro_receives += 1;
-            }
-        }
-        self.rx_got[path] = got;
-        Ok(got)
-    }
-
-    /// Hands the datagrams of this round to `deliver` in PSN order across paths: a
-    /// merge of the per-path queues (each in sending order) by the PSN of DATA
-    /// packets; other packets go first. The round arrived at one instant, so the
-    /// order within it is the datapath's to choose, and PSN order spares the
-    /// engine reorder-buffer copies (`placed_repaired`).
-    fn deliver_interleaved(&mut self, deliver: &mut impl FnMut(u16, &[u8], Option<u8>)) -> usize {
-        let (pp, slot) = (self.rx_per_path, self.rx_slot);
-        let n = self.sockets.len();
-        let stats = &mut self.stats;
-        let mut delivered = 0;
-        // Per path: (message index, byte offset in it).
-        let mut cursor = [(0usize, 0usize); 64];
-        for group in (0..n).step_by(cursor.len()) {
-            let paths = group..(group + cursor.len()).min(n);
-            cursor.fill((0, 0));
-            loop {
-                // The path whose next datagram sorts first.
-                let mut best: Option<(usize, Option<u32>)> = None;
-                for path in paths.clone() {
-                    let (msg, off) = &mut cursor[path - group];
-                    while *msg < self.rx_got[path] && self.rx_msgs[path * pp + *msg].truncated {
-                        *msg += 1;
-                    }
-                    if *msg >= self.rx_got[path] {
-                        continue;
-                    }
-                    let base = (path * pp + *msg) * slot + *off;
-                    let key = data_psn(&self.rx_buf[base..base + 16.min(slot - *off)]);
-                    let first = match (best, key) {
-                        (None, _) => true,
-                        (Some((_, Some(_))), None) => true,
-                        (Some((_, Some(b))), Some(k)) => (k.wrapping_sub(b) as i32) < 0,
-                        (Some((_, None)), _) => false,
-                    };
-                    if first {
-                        best = Some((path, key));
-                    }
-                }
-                let Some((path, _)) = best else {
-                    break;
-                };
-                let (msg, off) = &mut cursor[path - group];
-                let m = self.rx_msgs[path * pp + *msg];
-                let base = (path * pp + *msg) * slot;
-                let stride = if m.segment > 0 { m.segment } else { m.len };
-                let end = (*off + stride.max(1)).min(m.len);
-                let datagram = &self.rx_buf[base + *off..base + end];
-                if end >= m.len {
-                    (*msg, *off) = (*msg + 1, 0);
-                } else {
-                    *off = end;
-                }
-                stats.datagrams_in += 1;
-                stats.bytes_in += datagram.len() as u64;
-                if m.tos.is_some() {
-                    stats.tos_seen += 1;
-                }
-                if is_ce(m.tos) {
-                    stats.ecn_ce += 1;
-                }
-                delivered += 1;
-                deliver(path as u16, datagram, m.tos);
-            }
-        }
-        delivered
-    }
-}
-
-/// The PSN of a Rondo DATA packet (version 1, type 1) from its first bytes, the
-/// sort key of receive merging; `None` for anything else.
-fn data_psn(head: &[u8]) -> Option<u32> {
-    match head {
-        [1, 1, _, _, _, _, _, _, _, _, _, _, a, b, c, d, ..] => {
-            Some(u32::from_be_bytes([*a, *b, *c, *d]))
-        }
-        _ => None,
     }
 }
 
@@ -772,4 +453,90 @@ fn gso_refused(e: &io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EIO) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOPROTOOPT)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loopback() -> UdpConfig {
+        UdpConfig {
+            local_ip: "127.0.0.1".parse().unwrap(),
+            base_port: 0,
+            paths: 2,
+            ..UdpConfig::default()
+        }
+    }
+
+    /// The kernel refuses GSO on a socket without UDP checksums (`SO_NO_CHECK`):
+    /// the send falls back to one datagram per message and loses nothing.
+    #[test]
+    fn gso_refused_at_run_time_falls_back() {
+        let mut tx = UdpDatapath::bind(loopback()).unwrap();
+        let mut rx = UdpDatapath::bind(loopback()).unwrap();
+        if !tx.gso() {
+            println!("skipped: this kernel has no UDP GSO");
+            return;
+        }
+        for s in &tx.sockets {
+            if sys::set_int(s.as_raw_fd(), libc::SOL_SOCKET, libc::SO_NO_CHECK, 1).is_err() {
+                println!("skipped: SO_NO_CHECK refused");
+                return;
+            }
+        }
+        let peer = rx.local_addrs().to_vec();
+        assert_eq!(tx.raw_blast(&peer, 1000, 40).unwrap(), 40);
+        let got = rx.raw_receive(Duration::from_millis(200)).unwrap();
+        assert_eq!(got.datagrams, 40, "nothing lost in the fallback");
+        let s = tx.stats();
+        if s.gso_fallbacks == 0 {
+            println!("not exercised: this kernel sent GSO without UDP checksums");
+            return;
+        }
+        assert_eq!(s.gso_fallbacks, 1);
+        assert!(!tx.gso(), "GSO stays off after a refusal");
+        assert_eq!((s.gso_sends, s.send_errors, s.datagrams_out), (0, 0, 40));
+    }
+
+    #[test]
+    fn bad_configs_are_refused_with_a_reason() {
+        for cfg in [
+            UdpConfig {
+                paths: 0,
+                ..loopback()
+            },
+            UdpConfig {
+                batch: 0,
+                ..loopback()
+            },
+            UdpConfig {
+                dscp_probe: 64,
+                ..loopback()
+            },
+            UdpConfig {
+                base_port: 65_535,
+                ..loopback()
+            },
+            UdpConfig {
+                max_datagram: 10,
+                ..loopback()
+            },
+        ] {
+            let e = UdpDatapath::bind(cfg).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert!(e.to_string().contains("UdpConfig"), "{e}");
+        }
+    }
+
+    #[test]
+    fn merge_key_is_the_psn_of_data_packets_only() {
+        let mut d = [0u8; 16];
+        d[0] = 1;
+        d[1] = 1;
+        d[12..16].copy_from_slice(&7u32.to_be_bytes());
+        assert_eq!(recv::data_psn(&d), Some(7));
+        d[1] = 3; // an ACK
+        assert_eq!(recv::data_psn(&d), None);
+        assert_eq!(recv::data_psn(&d[..10]), None);
+    }
 }
