@@ -96,4 +96,4 @@ pub use rondo_ud::udp::UdpConfig;
 pub use rondo_ud::{Duration, FlowConfig, Instant};
 pub use types::*;
 #[cfg(target_os = "linux")]
-pub use udp::UdpAttr;
+pub use udp::{udp_flow_config, UdpAttr, HOST_BASE_RTT, HOST_REORDER_PACKETS, HOST_RTO_MIN};

@@ -289,14 +289,14 @@ pub struct QpInitAttr {
 
 impl QpInitAttr {
     /// Attributes for QPs on the `udp` backend: `paths` paths, 9000-byte MTU, and
-    /// the engine settings for software datapaths (`rondo_ud::udp::flow_config`:
-    /// no pacing or probing, a 2 ms RTO floor, 30 retries).
+    /// the engine settings for host stacks ([`crate::udp_flow_config`]: no pacing
+    /// or probing, a 250 us base RTT, a 25 ms RTO floor, 8 retries).
     #[cfg(target_os = "linux")]
     pub fn udp(paths: u16) -> QpInitAttr {
         QpInitAttr {
             paths,
             mtu: 9000,
-            flow: rondo_ud::udp::flow_config(paths),
+            flow: crate::udp_flow_config(paths),
             ..QpInitAttr::default()
         }
     }

@@ -374,3 +374,88 @@ fn explicit_progress_without_a_thread() {
     b.mr.read(1 << 20, &mut got).unwrap();
     assert!(got == data);
 }
+
+#[test]
+fn sleeping_progress_threads_wake_for_posts_and_arrivals() {
+    let (a, b) = udp_pair(UdpAttr::default());
+    for i in 0..20u64 {
+        // Long enough for both progress threads to go to sleep (a few idle rounds),
+        // so each WRITE must wake A's thread (the post) and B's (the arrival).
+        std::thread::sleep(std::time::Duration::from_millis(if i < 3 { 30 } else { 1 }));
+        let data = pattern(i, 5000);
+        a.mr.write(0, &data).unwrap();
+        let to = RemoteAddr {
+            addr: b.mr.addr() + 8192,
+            rkey: b.mr.rkey(),
+        };
+        a.qp.post_send(&SendWr::write(i, vec![Sge::new(&a.mr, 0, 5000)], to))
+            .unwrap();
+        let wc = wait_one(&a.cq);
+        assert_eq!((wc.wr_id, wc.status), (i, WcStatus::Success));
+        let mut got = vec![0; 5000];
+        b.mr.read(8192, &mut got).unwrap();
+        assert!(got == data, "WRITE {i} differs");
+    }
+}
+
+#[test]
+fn the_host_profile_moves_verified_bytes_on_loopback_with_few_retransmissions() {
+    let flow = udp_flow_config(4);
+    assert_eq!(flow.base_rtt, Some(vec![HOST_BASE_RTT; 4]));
+    assert_eq!(
+        (flow.rto_min, flow.early_recovery_threshold, flow.pacing),
+        (HOST_RTO_MIN, HOST_REORDER_PACKETS, false)
+    );
+    assert_eq!(QpInitAttr::udp(4).flow, flow);
+    let side = || {
+        let ctx = Context::open_udp(ContextAttr::default(), UdpAttr::default()).unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(256).unwrap();
+        let attr = QpInitAttr {
+            mtu: 4096,
+            ..QpInitAttr::udp(4)
+        };
+        let qp = ctx.create_qp(&pd, &cq, &cq, attr).unwrap();
+        let mr = pd.register(MR, AccessFlags::ALL).unwrap();
+        Side {
+            ctx,
+            pd,
+            cq,
+            qp,
+            mr,
+        }
+    };
+    let (a, b) = (side(), side());
+    a.qp.connect(&b.qp.endpoint()).unwrap();
+    b.qp.connect(&a.qp.endpoint()).unwrap();
+    let data = pattern(9, MR / 2);
+    a.mr.write(0, &data).unwrap();
+    let to = RemoteAddr {
+        addr: b.mr.addr(),
+        rkey: b.mr.rkey(),
+    };
+    for i in 0..8u64 {
+        a.qp.post_send(&SendWr::write(
+            i,
+            vec![Sge::new(&a.mr, 0, (MR / 2) as u32)],
+            to,
+        ))
+        .unwrap();
+    }
+    for i in 0..8u64 {
+        let wc = wait_one(&a.cq);
+        assert_eq!((wc.wr_id, wc.status), (i, WcStatus::Success));
+    }
+    let mut got = vec![0; MR / 2];
+    b.mr.read(0, &mut got).unwrap();
+    assert!(got == data);
+    // Loopback loses nothing: host reordering stays under the early-recovery
+    // threshold and most stalls under the RTO floor (a bound loose enough for a
+    // loaded CI machine, tight enough to catch a retransmission storm).
+    let s = a.qp.stats();
+    assert!(s.data_packets_sent > 0);
+    assert!(
+        s.retx_packets * 10 <= s.data_packets_sent,
+        "more than 10% retransmitted on a lossless loopback: {s:?}"
+    );
+}

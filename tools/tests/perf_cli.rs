@@ -7,6 +7,13 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+/// The default datagram size: 4096 bytes of Rondo payload plus the engine's data
+/// header and token extension.
+const DEFAULT_MTU: usize = 4096 + rondo_ud::wire::DATA_HEADER_LEN + rondo_ud::wire::TOKEN_EXT_LEN;
+/// Datagrams of a 16 KiB raw-UDP message at the default size (raw datagrams carry
+/// the MTU less a data header).
+const RAW_PER_16K: u64 = 16384u64.div_ceil((DEFAULT_MTU - rondo_ud::wire::DATA_HEADER_LEN) as u64);
+
 /// A `rondo perf server` on an ephemeral loopback port, killed on drop.
 struct Server {
     child: Child,
@@ -132,7 +139,11 @@ fn raw_udp_moves_every_operation_and_verifies_what_arrived() {
         // Raw UDP has no reliability: the run is verified exactly when nothing was lost.
         let lost = v["lost_packets"].as_u64().unwrap();
         assert_eq!(v["verified"], lost == 0, "{v}");
-        assert_eq!(v["packets"].as_u64().unwrap() + lost, 20 * 12, "{v}");
+        assert_eq!(
+            v["packets"].as_u64().unwrap() + lost,
+            20 * RAW_PER_16K,
+            "{v}"
+        );
         assert!(v["BW_average"].as_f64().unwrap() > 0.0);
     }
     // Without --verify the datapath's raw mode blasts full-size datagrams.
@@ -150,7 +161,11 @@ fn raw_udp_moves_every_operation_and_verifies_what_arrived() {
         assert_bandwidth_keys(&v);
         assert_eq!(v["verified"], false);
         let lost = v["lost_packets"].as_u64().unwrap();
-        assert_eq!(v["packets"].as_u64().unwrap() + lost, 20 * 12, "{v}");
+        assert_eq!(
+            v["packets"].as_u64().unwrap() + lost,
+            20 * RAW_PER_16K,
+            "{v}"
+        );
     }
     let log = server.log();
     assert_eq!(log.matches("raw-udp, 4 path(s)").count(), 5, "{log}");
@@ -181,8 +196,8 @@ fn rondo_moves_every_operation_byte_exact() {
 
 #[test]
 fn rondo_moves_single_messages_of_boundary_sizes() {
-    // Application bytes in one full packet of the default 1500-byte MTU.
-    let payload = 1500
+    // Application bytes in one full packet of the default datagram size.
+    let payload = DEFAULT_MTU
         - rondo_ud::wire::DATA_HEADER_LEN
         - rondo_ud::wire::token_overhead(Some(0))
         - rondo_verbs::header::HEADER_LEN;

@@ -2,7 +2,7 @@
 //! send work requests from the responder's answers, in posting order.
 
 use super::{wc_opcode, Request, VerbsHost, MAX_MESSAGE_BYTES};
-use crate::header::{AckStatus, Header, MsgOp, HEADER_LEN};
+use crate::header::{AckStatus, Header, MsgOp};
 use crate::types::{AccessFlags, Opcode, QpState, SendWr, WcStatus};
 use crate::VerbsError;
 use rondo_ud::Instant;
@@ -110,12 +110,10 @@ impl VerbsHost {
             return Some(h.message(0));
         }
         let mut msg = h.message(r.len as usize);
-        let mut at = HEADER_LEN;
         for sge in &r.wr.sg_list {
             let (mr, off) = self.local(pd, sge, AccessFlags::NONE)?;
             let n = sge.len as usize;
-            msg[at..at + n].copy_from_slice(&mr.lock()[off..off + n]);
-            at += n;
+            msg.extend_from_slice(&mr.lock()[off..off + n]);
         }
         Some(msg)
     }

@@ -191,7 +191,7 @@ impl VerbsHost {
         resp.len = h.len;
         let n = h.len as usize;
         let mut msg = resp.message(n);
-        msg[crate::header::HEADER_LEN..].copy_from_slice(&mr.lock()[off..off + n]);
+        msg.extend_from_slice(&mr.lock()[off..off + n]);
         Verdict::Done(msg)
     }
 }

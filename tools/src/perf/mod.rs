@@ -30,6 +30,11 @@ pub const MAX_SIZE: u64 = 1 << 30;
 pub const MAX_PATHS: u32 = 64;
 /// Largest UDP payload.
 const MAX_DATAGRAM: u32 = 65_507;
+/// Default datagram size: a Rondo data packet with RoCE's 4096-byte payload (engine
+/// header and connection token included); raw UDP runs send datagrams of the same
+/// size.
+pub const DEFAULT_MTU: u32 =
+    4096 + rondo_ud::wire::DATA_HEADER_LEN as u32 + rondo_ud::wire::TOKEN_EXT_LEN as u32;
 
 /// Options of `rondo perf`.
 #[derive(Debug, clap::Args)]
@@ -106,8 +111,9 @@ pub struct ClientArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Datagram size in bytes, headers included (Rondo's MTU).
-    #[arg(short, long, default_value_t = 1500)]
+    /// Datagram size in bytes, headers included (Rondo's MTU; the default carries
+    /// 4096 bytes of Rondo payload, as RoCE's 4096 MTU).
+    #[arg(short, long, default_value_t = DEFAULT_MTU)]
     mtu: u32,
     /// Messages in flight per queue pair.
     #[arg(short = 't', long, default_value_t = 128)]

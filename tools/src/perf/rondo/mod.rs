@@ -29,8 +29,8 @@ use anyhow::{bail, ensure, Context as _};
 use requester::client_on;
 use responder::server_on;
 use rondo_verbs::{
-    AccessFlags, CompletionQueue, Context, ContextAttr, MemoryRegion, QpEndpoint, QpInitAttr,
-    QueuePair, RecvWr, Sge, UdpAttr, WcStatus, WorkCompletion,
+    AccessFlags, CompletionQueue, Context, ContextAttr, FlowConfig, MemoryRegion, QpEndpoint,
+    QpInitAttr, QueuePair, RecvWr, Sge, UdpAttr, WcStatus, WorkCompletion,
 };
 use std::time::Duration;
 
@@ -49,6 +49,17 @@ fn slots(h: &Hello) -> usize {
         return 1;
     }
     (SLOT_BYTES / h.size).clamp(1, u64::from(h.tx_depth)) as usize
+}
+
+/// Engine settings of a run's queue pairs: on UDP the host-stack profile
+/// (`rondo_verbs::udp_flow_config`: base RTT and timer floors at the host's
+/// timescales, no pacing or probing), on the in-process fabric the paper's.
+fn flow_config(ctx: &Context, h: &Hello) -> FlowConfig {
+    if ctx.device_name() == "udp" {
+        rondo_verbs::udp_flow_config(h.paths as u16)
+    } else {
+        FlowConfig::default()
+    }
 }
 
 /// One side's verbs objects.
@@ -79,6 +90,7 @@ impl Side {
                 max_sge: 1,
                 paths: h.paths as u16,
                 mtu: h.mtu as usize,
+                flow: flow_config(ctx, h),
                 ..QpInitAttr::default()
             };
             qps.push(
