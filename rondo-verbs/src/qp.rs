@@ -375,9 +375,17 @@ impl QueuePair {
     /// regions when it is handed to the engine (now, or again after an RNR NAK):
     /// leave them unchanged until the completion.
     pub fn post_send(&self, wr: &SendWr) -> Result<(), VerbsError> {
+        let qpn = self.inner.qpn;
+        // The bytes are copied between two short holds of the context's lock, not
+        // under it: the progress thread runs the datapath under that lock.
+        let prebuilt = self
+            .inner
+            .ctx
+            .with_host_ref(|h| h.resolve_gather(qpn, wr))
+            .map(|parts| crate::host::gather(&parts));
         self.inner
             .ctx
-            .with_host(|h, now| h.post_send(now, self.inner.qpn, wr))
+            .with_host(|h, now| h.post_send(now, qpn, wr, prebuilt))
     }
 
     /// Posts a receive work request (`ibv_post_recv`).

@@ -3,6 +3,7 @@
 //! in-process fabric and the UDP progress loop drive it like any engine host.
 
 mod requester;
+pub(crate) use requester::gather;
 mod responder;
 #[cfg(test)]
 mod tests;
@@ -33,6 +34,9 @@ pub(crate) struct Request {
     pub rnr_count: u8,
     /// Failed a local check at post time; completes with this when it reaches the front.
     pub local_error: Option<WcStatus>,
+    /// The engine message, gathered at post time outside the context's lock (header
+    /// bytes not yet written); `None`: gather when sending.
+    pub prebuilt: Option<Vec<u8>>,
 }
 
 /// State of one QP inside the host.

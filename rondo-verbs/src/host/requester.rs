@@ -2,21 +2,41 @@
 //! send work requests from the responder's answers, in posting order.
 
 use super::{wc_opcode, Request, VerbsHost, MAX_MESSAGE_BYTES};
-use crate::header::{AckStatus, Header, MsgOp};
+use crate::header::{AckStatus, Header, MsgOp, HEADER_LEN};
+use crate::mr::MrShared;
 use crate::types::{AccessFlags, Opcode, QpState, SendWr, WcStatus};
 use crate::VerbsError;
 use rondo_ud::Instant;
+use std::sync::Arc;
 
 /// `rnr_retry` value that means "retry forever" (ibverbs).
 const RNR_RETRY_FOREVER: u8 = 7;
 
 impl VerbsHost {
     /// Posts a send work request (`ibv_post_send`).
+    /// The regions and offsets of a SEND's or WRITE's gather list, resolved (under
+    /// the context's lock) so that [`gather`] can copy the bytes outside it; `None`
+    /// for a READ or an entry that does not resolve (`post_send` reports it).
+    pub(crate) fn resolve_gather(&self, qpn: u32, wr: &SendWr) -> Option<Vec<Gathered>> {
+        if wr.opcode == Opcode::RdmaRead {
+            return None;
+        }
+        let pd = self.qps.get(&qpn)?.pd;
+        wr.sg_list
+            .iter()
+            .map(|s| {
+                self.local(pd, s, AccessFlags::NONE)
+                    .map(|(mr, off)| (mr, off, s.len as usize))
+            })
+            .collect()
+    }
+
     pub(crate) fn post_send(
         &mut self,
         now: Instant,
         qpn: u32,
         wr: &SendWr,
+        prebuilt: Option<Vec<u8>>,
     ) -> Result<(), VerbsError> {
         let Some(slot) = self.qps.get(&qpn) else {
             return Err(VerbsError::InvalidWr("no such QP"));
@@ -78,6 +98,9 @@ impl VerbsHost {
         } else {
             None
         };
+        // A message gathered before this check is used only if it still holds.
+        let prebuilt =
+            prebuilt.filter(|m| local_error.is_none() && m.len() as u64 == HEADER_LEN as u64 + len);
         let slot = self.qps.get_mut(&qpn).expect("checked above");
         slot.outstanding.push_back(Request {
             req_id: slot.next_req,
@@ -86,14 +109,15 @@ impl VerbsHost {
             sent: false,
             rnr_count: 0,
             local_error,
+            prebuilt,
         });
         slot.next_req += 1;
         self.pump(now, qpn);
         Ok(())
     }
 
-    /// The engine message of a request: verbs header, then the gathered bytes.
-    fn build_request(&self, pd: u32, r: &Request) -> Option<Vec<u8>> {
+    /// The verbs header of a request.
+    fn request_header(r: &Request) -> Header {
         let op = match r.wr.opcode {
             Opcode::Send | Opcode::SendWithImm => MsgOp::Send,
             Opcode::RdmaWrite | Opcode::RdmaWriteWithImm => MsgOp::Write,
@@ -106,7 +130,13 @@ impl VerbsHost {
             h.rkey = remote.rkey;
         }
         h.len = r.len;
-        if op == MsgOp::ReadReq {
+        h
+    }
+
+    /// The engine message of a request: verbs header, then the gathered bytes.
+    fn build_request(&self, pd: u32, r: &Request) -> Option<Vec<u8>> {
+        let h = Self::request_header(r);
+        if h.op == MsgOp::ReadReq {
             return Some(h.message(0));
         }
         let mut msg = h.message(r.len as usize);
@@ -142,7 +172,23 @@ impl VerbsHost {
             if r.local_error.is_some() {
                 return; // completes when it reaches the front
             }
-            let Some(msg) = self.build_request(slot.pd, r) else {
+            let built = match self
+                .qps
+                .get_mut(&qpn)
+                .and_then(|s| s.outstanding[i].prebuilt.take())
+            {
+                Some(mut m) => {
+                    let slot = self.qps.get(&qpn).expect("present");
+                    Self::request_header(&slot.outstanding[i]).emit(&mut m[..HEADER_LEN]);
+                    Some(m)
+                }
+                None => {
+                    let slot = self.qps.get(&qpn).expect("present");
+                    self.build_request(slot.pd, &slot.outstanding[i])
+                }
+            };
+            let slot = self.qps.get(&qpn).expect("present");
+            let Some(msg) = built else {
                 // The region was deregistered since posting.
                 let slot = self.qps.get_mut(&qpn).expect("present");
                 slot.outstanding[i].local_error = Some(WcStatus::LocProtErr);
@@ -257,4 +303,21 @@ impl VerbsHost {
         }
         true
     }
+}
+
+/// One resolved gather entry: region, offset in it, length.
+pub(crate) type Gathered = (Arc<MrShared>, usize, usize);
+
+/// A request's engine message with room for its header (written when it is sent)
+/// and its gather list's bytes copied in: done by the posting thread without the
+/// context's lock, which the progress thread needs meanwhile (gathering a 64 KiB
+/// WRITE under it held the datapath for several microseconds per message).
+pub(crate) fn gather(parts: &[Gathered]) -> Vec<u8> {
+    let len: usize = parts.iter().map(|p| p.2).sum();
+    let mut msg = Vec::with_capacity(HEADER_LEN + len);
+    msg.resize(HEADER_LEN, 0);
+    for (mr, off, n) in parts {
+        msg.extend_from_slice(&mr.lock()[*off..*off + *n]);
+    }
+    msg
 }
