@@ -7,7 +7,8 @@
 //! CPU time of each side's thread (packets per second per core = packets / CPU s).
 //! The flow uses `udp::flow_config`; environment variables override it for
 //! experiments: `PACING`, `PROBING`, `SCHED` (0/1), `BURST`, `LINE_GBPS`,
-//! `BASE_RTT_US`, `Q0`, and for the datapath `BATCH`, the poll wait `WAIT_US`, and
+//! `BASE_RTT_US`, `Q0`, and for the datapath `BATCH`, `SOCKBUF_MB`, the poll wait
+//! `WAIT_US`, `TRACE` (per-path windows every 100 ms), and
 //! `ONLY=rondo` (skip the raw run).
 
 #[cfg(target_os = "linux")]
@@ -43,6 +44,9 @@ mod linux {
             batch: std::env::var("BATCH")
                 .map(|v| v.parse().unwrap())
                 .unwrap_or(64),
+            socket_buffer: std::env::var("SOCKBUF_MB")
+                .map(|v| v.parse::<usize>().unwrap() << 20)
+                .unwrap_or(4 << 20),
             ..UdpConfig::default()
         }
     }

@@ -4,7 +4,7 @@ use crate::config::{ConfigError, FlowConfig};
 use crate::event::{Event, PostError};
 use crate::path::PathState;
 use crate::receiver::{Payload, Receiver, SharedBuffer};
-use crate::sender::Sender;
+use crate::sender::{PayloadAt, Sender};
 use crate::stats::{ReceiverStats, SenderStats};
 use crate::time::Instant;
 use crate::transmit::Transmit;
@@ -155,6 +155,34 @@ impl Connection {
             flow: self.local_flow,
             ..t
         })
+    }
+
+    /// [`Connection::poll_transmit`] that leaves a DATA payload in its message: the
+    /// header is in `buf[..t.len]`, the payload at (message first PSN, offset,
+    /// length), read with [`Connection::payload`].
+    pub(crate) fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadAt>)> {
+        let (t, at) = match self.receiver.poll_feedback(buf) {
+            Some(t) => (t, None),
+            None => self
+                .sender
+                .poll_transmit_split(now, buf, self.remote_flow)?,
+        };
+        Some((
+            Transmit {
+                flow: self.local_flow,
+                ..t
+            },
+            at,
+        ))
+    }
+
+    /// Payload bytes located by [`Connection::poll_transmit_split`].
+    pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {
+        self.sender.payload(first_psn, offset, len)
     }
 
     /// The next time the connection needs `handle_timeout` or `poll_transmit`.

@@ -8,7 +8,7 @@ use crate::placement::Placement;
 use crate::receiver::SharedBuffer;
 use crate::stats::EndpointStats;
 use crate::time::Instant;
-use crate::transmit::{Host, Transmit};
+use crate::transmit::{Host, PayloadRef, Transmit};
 use crate::wire::{self, WireError};
 use reorder::{BufferConfig, ReorderError};
 use std::collections::HashMap;
@@ -278,5 +278,34 @@ impl Host for Endpoint {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.conns.iter().filter_map(|c| c.poll_timeout()).min()
+    }
+
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        let n = self.conns.len();
+        for k in 0..n {
+            let i = (self.next_poll + k) % n;
+            if let Some((t, at)) = self.conns[i].poll_transmit_split(now, buf) {
+                self.next_poll = (i + 1) % n;
+                let r = at.map(|(key, offset, len)| PayloadRef {
+                    source: i as u32,
+                    key,
+                    offset,
+                    len,
+                });
+                return Some((t, r));
+            }
+        }
+        None
+    }
+
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        self.conns
+            .get(r.source as usize)
+            .and_then(|c| c.payload(r.key, r.offset, r.len))
+            .unwrap_or(&[])
     }
 }

@@ -14,7 +14,7 @@
 
 use crate::mem::rng::Rng;
 use crate::time::Instant;
-use crate::transmit::{Host, Transmit};
+use crate::transmit::{Host, PayloadRef, Transmit};
 
 /// What to inject, per received datagram.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -163,6 +163,18 @@ impl<H: Host> Host for FaultInjector<H> {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.inner.poll_timeout()
+    }
+
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        self.inner.poll_transmit_split(now, buf)
+    }
+
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        self.inner.payload(r)
     }
 }
 

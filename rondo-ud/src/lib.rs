@@ -43,4 +43,4 @@ pub use receiver::{RxMeta, SharedBuffer};
 pub use reorder::Psn;
 pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};
 pub use time::{Duration, Instant};
-pub use transmit::{Host, Priority, Transmit};
+pub use transmit::{Host, PayloadRef, Priority, Transmit};

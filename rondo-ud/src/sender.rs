@@ -1,6 +1,8 @@
 //! The sending half of a flow: segmentation, ARCC windows and pacing, capacity
 //! probing, deficit path selection, the packet scheduler, and loss recovery.
 
+mod retx;
+
 use crate::config::{FlowConfig, PathSelection};
 use crate::event::{ConnectionError, Event};
 use crate::mem::rng::Rng;
@@ -12,8 +14,8 @@ use crate::time::{Duration, Instant};
 use crate::transmit::{Priority, Transmit};
 use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, ProbeRepr, Repr};
 use crate::Psn;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use retx::RetxQueue;
+use std::collections::VecDeque;
 
 /// Shortest ARCC update interval, whatever the RTT samples say.
 const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
@@ -25,63 +27,15 @@ fn update_interval(cfg: &FlowConfig, base_rtt: Duration) -> Duration {
         .max(MIN_UPDATE_INTERVAL)
 }
 
+/// Where a DATA payload lies in the sender: (message first PSN, offset, length).
+pub(crate) type PayloadAt = (u64, u64, u32);
+
 #[derive(Debug)]
 struct OutMessage {
     id: u64,
     first_psn: u64,
     packets: u64,
     data: Vec<u8>,
-}
-
-/// PSNs waiting for retransmission, smallest first: a min-heap that keeps its
-/// capacity, so that loss episodes allocate nothing in the steady state. The sent
-/// table's `queued` flag is the truth; a PSN acknowledged while queued stays in the
-/// heap and is skipped when it comes up.
-#[derive(Debug)]
-struct RetxQueue {
-    heap: BinaryHeap<Reverse<u64>>,
-    /// Entries still queued.
-    live: usize,
-}
-
-impl RetxQueue {
-    /// Room for `n` queued PSNs before the first growth.
-    fn with_capacity(n: usize) -> RetxQueue {
-        RetxQueue {
-            heap: BinaryHeap::with_capacity(n),
-            live: 0,
-        }
-    }
-
-    /// Queues `psn` (its table entry just became `queued`).
-    fn insert(&mut self, psn: u64) {
-        self.heap.push(Reverse(psn));
-        self.live += 1;
-    }
-
-    /// A queued PSN was acknowledged (its entry is no longer `queued`).
-    fn remove(&mut self) {
-        self.live -= 1;
-    }
-
-    fn is_empty(&self) -> bool {
-        self.live == 0
-    }
-
-    /// The smallest PSN still queued in `table` (whose first entry is PSN `base`).
-    fn pop_first(&mut self, table: &VecDeque<SentPacket>, base: u64) -> Option<u64> {
-        while let Some(Reverse(psn)) = self.heap.pop() {
-            let queued = psn
-                .checked_sub(base)
-                .and_then(|i| table.get(i as usize))
-                .is_some_and(|e| e.queued);
-            if queued {
-                self.live -= 1;
-                return Some(psn);
-            }
-        }
-        None
-    }
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -108,6 +62,11 @@ pub(crate) struct Sender {
     /// No table entry below this PSN is a loss candidate (in flight, not acked):
     /// where `detect_losses` starts. Every transmission lowers it to its PSN.
     loss_scan: u64,
+    /// `poll_transmit_split` in progress: DATA payloads are not copied but located.
+    split: bool,
+    /// Where the payload of the last DATA packet emitted in split mode lies:
+    /// (message first PSN, offset, length).
+    split_out: Option<PayloadAt>,
     /// Scratch: each path's ACK deadline during `detect_losses`.
     deadlines: Vec<Duration>,
     /// Lowest PSN not known to be delivered.
@@ -165,6 +124,8 @@ impl Sender {
             table: VecDeque::new(),
             base: start,
             loss_scan: start,
+            split: false,
+            split_out: None,
             deadlines: Vec::with_capacity(usize::from(cfg.paths)),
             una: start,
             next_psn: start,
@@ -380,8 +341,14 @@ impl Sender {
             }),
         };
         let hdr = repr.emit_with_token(buf, self.cfg.token).ok()?;
-        buf[hdr..hdr + len].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
         let total = hdr + len;
+        let written = if self.split {
+            self.split_out = Some((msg.first_psn, offset, len as u32));
+            hdr
+        } else {
+            buf[hdr..total].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
+            total
+        };
 
         let entry = &mut self.table[idx];
         entry.queued = false;
@@ -412,9 +379,33 @@ impl Sender {
         Some(Transmit {
             path: path as u16,
             priority: Priority::Data,
-            len: total,
+            len: written,
             flow: 0,
         })
+    }
+
+    /// [`Sender::poll_transmit`] that leaves a DATA payload in its message and says
+    /// where: (message first PSN, offset, length).
+    pub(crate) fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+        remote_flow: u32,
+    ) -> Option<(Transmit, Option<PayloadAt>)> {
+        self.split = true;
+        self.split_out = None;
+        let t = self.poll_transmit(now, buf, remote_flow);
+        self.split = false;
+        t.map(|t| (t, self.split_out.take()))
+    }
+
+    /// The payload bytes `offset..offset + len` of the message whose first PSN is
+    /// `first_psn`, while it is not fully acknowledged.
+    pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {
+        let i = self.messages.partition_point(|m| m.first_psn < first_psn);
+        let m = self.messages.get(i).filter(|m| m.first_psn == first_psn)?;
+        let start = usize::try_from(offset).ok()?;
+        m.data.get(start..start.checked_add(len as usize)?)
     }
 
     /// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`

@@ -38,6 +38,23 @@ pub struct Transmit {
     pub flow: u32,
 }
 
+/// Where the payload of a datagram from [`Host::poll_transmit_split`] lies: in the
+/// host's own memory (the message being sent), so that a datapath can send it with
+/// a second iovec instead of a copy. Opaque to the datapath except `len`; valid
+/// until the host is next called with `&mut self` for anything but
+/// `poll_transmit_split`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PayloadRef {
+    /// Which of the host's senders (the host's own numbering).
+    pub source: u32,
+    /// Which message of it (the host's own key).
+    pub key: u64,
+    /// Byte offset in the message.
+    pub offset: u64,
+    /// Payload bytes.
+    pub len: u32,
+}
+
 /// A host as a datapath sees it: something that takes datagrams and timeouts and
 /// produces datagrams. The in-memory network, the simulator and the socket loops
 /// drive any `Host`.
@@ -52,4 +69,23 @@ pub trait Host {
     /// The next instant at which the host wants `handle_timeout` or `poll_transmit`
     /// to be called, or `None` when it is idle until a datagram arrives.
     fn poll_timeout(&self) -> Option<Instant>;
+
+    /// Like [`Host::poll_transmit`], but the payload may stay in the host's memory:
+    /// `buf[..t.len]` holds the start of the datagram (the header), and the payload,
+    /// when a [`PayloadRef`] is returned, follows it; [`Host::payload`] gives its
+    /// bytes. The default writes the whole datagram into `buf`.
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        self.poll_transmit(now, buf).map(|t| (t, None))
+    }
+
+    /// The bytes of a payload returned by [`Host::poll_transmit_split`] (empty if
+    /// it is no longer there).
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        let _ = r;
+        &[]
+    }
 }

@@ -17,7 +17,7 @@ use crate::types::ContextStats;
 use crate::VerbsError;
 use rondo_ud::mem::rng::Rng;
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath, Waiter, Waker};
-use rondo_ud::{Endpoint, Host, Instant, Transmit};
+use rondo_ud::{Endpoint, Host, Instant, PayloadRef, Transmit};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -164,6 +164,16 @@ impl Host for UdpHost {
     }
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         self.host.poll_transmit(now, buf)
+    }
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        self.host.poll_transmit_split(now, buf)
+    }
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        self.host.payload(r)
     }
     fn poll_timeout(&self) -> Option<Instant> {
         let held = self.held.as_ref().map(|h| h.0 + HOLD);

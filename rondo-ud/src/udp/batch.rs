@@ -1,19 +1,35 @@
-//! A path's send queue: datagrams packed back to back in one buffer, grouped into
+//! A path's send queue: datagram heads packed back to back in one buffer (whole
+//! datagrams, or headers whose payload stays in the host's memory), grouped into
 //! GSO trains when they are sent.
 
 use super::sys::OutMsg;
+use crate::transmit::PayloadRef;
 use std::net::SocketAddr;
 
 /// Most datagrams in one GSO train (the kernel's `UDP_MAX_SEGMENTS`).
 const MAX_GSO_SEGMENTS: usize = 64;
 /// Most bytes in one GSO train (a UDP length field, less IP and UDP headers).
 const MAX_GSO_BYTES: usize = 65_000;
+/// iovecs per queued datagram: its head in the queue, its payload in the host.
+pub(super) const IOVS_PER_DATAGRAM: usize = 2;
 
 #[derive(Clone, Copy, Debug)]
 struct Item {
     dest: SocketAddr,
     tos: Option<u8>,
-    len: usize,
+    /// Where the head starts in `buf`.
+    start: usize,
+    /// Bytes of the head in `buf`.
+    head: usize,
+    /// The payload in the host's memory, if not in `buf`.
+    payload: Option<PayloadRef>,
+}
+
+impl Item {
+    /// The whole datagram's length.
+    fn len(&self) -> usize {
+        self.head + self.payload.map_or(0, |p| p.len as usize)
+    }
 }
 
 /// Datagrams queued for one path socket.
@@ -47,10 +63,8 @@ impl TxQueue {
 
     /// Queues a copy of `datagram` (the caller checked `has_room`).
     pub(super) fn push(&mut self, dest: SocketAddr, tos: Option<u8>, datagram: &[u8]) {
-        let len = datagram.len();
-        self.buf[self.used..self.used + len].copy_from_slice(datagram);
-        self.used += len;
-        self.items.push(Item { dest, tos, len });
+        self.tail_mut(datagram.len()).copy_from_slice(datagram);
+        self.commit_tail(dest, tos, datagram.len(), None);
     }
 
     /// The free space after the queued bytes, `len` bytes of it (the caller checked
@@ -64,15 +78,23 @@ impl TxQueue {
         &self.buf[self.used..self.used + len]
     }
 
-    /// Queues the `len` bytes written at `tail_mut`.
-    pub(super) fn commit_tail(&mut self, dest: SocketAddr, tos: Option<u8>, len: usize) {
-        self.used += len;
-        self.items.push(Item { dest, tos, len });
-    }
-
-    /// The queued bytes.
-    pub(super) fn bytes(&self) -> &[u8] {
-        &self.buf[..self.used]
+    /// Queues the `head` bytes written at `tail_mut`, followed on the wire by
+    /// `payload` from the host's memory when there is one.
+    pub(super) fn commit_tail(
+        &mut self,
+        dest: SocketAddr,
+        tos: Option<u8>,
+        head: usize,
+        payload: Option<PayloadRef>,
+    ) {
+        self.items.push(Item {
+            dest,
+            tos,
+            start: self.used,
+            head,
+            payload,
+        });
+        self.used += head;
     }
 
     pub(super) fn clear(&mut self) {
@@ -80,23 +102,33 @@ impl TxQueue {
         self.items.clear();
     }
 
-    /// Fills `out` with the messages that send the whole queue.
-    pub(super) fn build(&self, out: &mut Vec<OutMsg>, gso: bool) {
-        self.build_from(out, gso, 0);
+    /// Slice `j` of the queue, two per datagram: its head, then its payload
+    /// (`payload` resolves a [`PayloadRef`]; empty when the datagram is whole in the
+    /// queue). The iovec ranges of [`TxQueue::build_from`] count in these slices.
+    pub(super) fn slice<'a>(
+        &'a self,
+        j: usize,
+        payload: &dyn Fn(PayloadRef) -> &'a [u8],
+    ) -> &'a [u8] {
+        let Some(item) = self.items.get(j / IOVS_PER_DATAGRAM) else {
+            return &[];
+        };
+        if j % IOVS_PER_DATAGRAM == 0 {
+            &self.buf[item.start..item.start + item.head]
+        } else {
+            // The engine keeps a message until it is acknowledged, and nothing is
+            // acknowledged while a queue is being sent, so the payload is there.
+            item.payload.map_or(&[][..], payload)
+        }
     }
 
-    /// Fills `out` with the messages that send the queue from byte `skip` on (a
-    /// datagram boundary). With `gso`, consecutive datagrams to one destination with
-    /// one TOS and one size (the last of a train may be shorter) form one train.
+    /// Fills `out` with the messages that send the queue from its `skip`-th
+    /// datagram on. With `gso`, consecutive datagrams to one destination with one
+    /// TOS and one size (the last of a train may be shorter) form one train.
     pub(super) fn build_from(&self, out: &mut Vec<OutMsg>, gso: bool, skip: usize) {
         out.clear();
-        let mut start = 0;
-        for item in &self.items {
-            let at = start;
-            start += item.len;
-            if at < skip {
-                continue;
-            }
+        for (k, item) in self.items.iter().enumerate().skip(skip) {
+            let len = item.len();
             if let Some(last) = out.last_mut() {
                 let seg = if last.segment > 0 {
                     usize::from(last.segment)
@@ -108,20 +140,22 @@ impl TxQueue {
                     && whole
                     && last.dest == item.dest
                     && last.tos == item.tos
-                    && item.len <= seg
+                    && len <= seg
                     && seg <= usize::from(u16::MAX)
                     && last.len / seg < MAX_GSO_SEGMENTS
-                    && last.len + item.len <= MAX_GSO_BYTES
+                    && last.len + len <= MAX_GSO_BYTES
                 {
                     last.segment = seg as u16;
-                    last.len += item.len;
+                    last.len += len;
+                    last.iov_count += IOVS_PER_DATAGRAM;
                     continue;
                 }
             }
             out.push(OutMsg {
                 dest: item.dest,
-                start: at,
-                len: item.len,
+                iov_start: k * IOVS_PER_DATAGRAM,
+                iov_count: IOVS_PER_DATAGRAM,
+                len,
                 segment: 0,
                 tos: item.tos,
             });
@@ -144,13 +178,16 @@ mod tests {
             q.push(addr(1), None, &vec![1; len]);
         }
         let mut out = Vec::new();
-        q.build(&mut out, true);
+        q.build_from(&mut out, true, 0);
         // 3 x 100 + a short 40 close the first train; the next 100 starts another.
         assert_eq!(out.len(), 2);
-        assert_eq!((out[0].start, out[0].len, out[0].segment), (0, 340, 100));
-        assert_eq!(out[0].datagrams(), 4);
-        assert_eq!((out[1].start, out[1].len, out[1].segment), (340, 100, 0));
-        q.build(&mut out, false);
+        assert_eq!(
+            (out[0].iov_start, out[0].len, out[0].segment),
+            (0, 340, 100)
+        );
+        assert_eq!((out[0].iov_count, out[0].datagrams()), (8, 4));
+        assert_eq!((out[1].iov_start, out[1].len, out[1].segment), (8, 100, 0));
+        q.build_from(&mut out, false, 0);
         assert_eq!(out.len(), 5);
         assert!(out.iter().all(|m| m.segment == 0));
     }
@@ -163,11 +200,34 @@ mod tests {
         q.push(addr(2), Some(4), &[0; 50]);
         q.push(addr(2), Some(4), &[0; 60]);
         let mut out = Vec::new();
-        q.build(&mut out, true);
+        q.build_from(&mut out, true, 0);
         assert_eq!(out.len(), 4);
         assert!(!q.has_room(1), "four datagrams fill a queue of four");
-        q.build_from(&mut out, true, 100);
+        q.build_from(&mut out, true, 2);
         assert_eq!(out.len(), 2);
-        assert_eq!(out[0].start, 100);
+        assert_eq!(out[0].iov_start, 4);
+    }
+
+    #[test]
+    fn payloads_in_the_host_follow_their_heads() {
+        let mut q = TxQueue::new(4, 100);
+        let r = PayloadRef {
+            len: 5,
+            ..PayloadRef::default()
+        };
+        q.tail_mut(3).copy_from_slice(b"hdr");
+        q.commit_tail(addr(1), None, 3, Some(r));
+        q.push(addr(1), None, b"whole");
+        let host = *b"12345";
+        let slices: Vec<&[u8]> = (0..4).map(|j| q.slice(j, &|_| &host[..])).collect();
+        assert_eq!(slices, [&b"hdr"[..], b"12345", b"whole", b""]);
+        let mut out = Vec::new();
+        q.build_from(&mut out, true, 0);
+        assert_eq!(
+            (out.len(), out[0].len),
+            (1, 13),
+            "8 + 5: one train, short last"
+        );
+        assert_eq!(out[0].segment, 8);
     }
 }

@@ -37,7 +37,7 @@ pub use wait::{Waiter, Waker};
 use config::CE;
 
 use crate::time::Instant;
-use crate::transmit::{Host, Priority};
+use crate::transmit::{Host, PayloadRef, Priority};
 use batch::TxQueue;
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
@@ -328,15 +328,17 @@ impl UdpDatapath {
             // wrong guess costs one copy.
             let guess = self.next_after[self.last_path];
             if !self.tx[guess].has_room(max) {
-                self.send_path(guess);
+                self.send_path(guess, &*host);
             }
-            let Some(t) = host.poll_transmit(now, self.tx[guess].tail_mut(max)) else {
+            let Some((t, payload)) = host.poll_transmit_split(now, self.tx[guess].tail_mut(max))
+            else {
                 break;
             };
             n += 1;
             let path = usize::from(t.path);
             let dest = self.route(t.flow, path);
-            let (Some(dest), true) = (dest, t.len <= max) else {
+            let whole = t.len + payload.map_or(0, |p| p.len as usize);
+            let (Some(dest), true) = (dest, whole <= max) else {
                 self.stats.unroutable += 1;
                 continue;
             };
@@ -345,11 +347,11 @@ impl UdpDatapath {
             let tos = self.cfg.tos(t.priority);
             let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
             if path == guess {
-                self.tx[path].commit_tail(dest, tos, t.len);
+                self.tx[path].commit_tail(dest, tos, t.len, payload);
                 continue;
             }
             if !self.tx[path].has_room(t.len) {
-                self.send_path(path);
+                self.send_path(path, &*host);
             }
             let (from, to) = if guess < path {
                 let (a, b) = self.tx.split_at_mut(path);
@@ -358,7 +360,8 @@ impl UdpDatapath {
                 let (a, b) = self.tx.split_at_mut(guess);
                 (&b[0], &mut a[path])
             };
-            to.push(dest, tos, from.tail(t.len));
+            to.tail_mut(t.len).copy_from_slice(from.tail(t.len));
+            to.commit_tail(dest, tos, t.len, payload);
         }
         // The queues go out starting from a different path each time: a fixed order
         // would always hand the peer path 0's datagrams first, so the later paths'
@@ -367,7 +370,7 @@ impl UdpDatapath {
         let paths = self.tx.len();
         self.flush_start = (self.flush_start + 1) % paths;
         for k in 0..paths {
-            self.send_path((self.flush_start + k) % paths);
+            self.send_path((self.flush_start + k) % paths, &*host);
         }
         n
     }
@@ -388,15 +391,17 @@ impl UdpDatapath {
         addrs.get(path).copied()
     }
 
-    /// Sends everything queued on `path`.
-    fn send_path(&mut self, path: usize) {
+    /// Sends everything queued on `path`; payloads that stayed in the host are
+    /// read from `host`.
+    fn send_path<H: Host>(&mut self, path: usize, host: &H) {
         if self.tx[path].is_empty() {
             return;
         }
         let fd = self.sockets[path].as_raw_fd();
         send_queue(
             fd,
-            &mut self.tx[path],
+            &self.tx[path],
+            &|r| host.payload(r),
             &mut self.arrays,
             &mut self.out_msgs,
             &mut self.gso,
@@ -431,19 +436,22 @@ fn run_timers<H: Host>(host: &mut H, now: Instant) {
 /// Sends one path queue: groups runs of equal-sized datagrams to one destination
 /// with one TOS into GSO trains (when `gso`), then `sendmmsg`s them, falling back
 /// to single datagrams if the kernel refuses GSO at run time.
-fn send_queue(
+#[allow(clippy::too_many_arguments)]
+fn send_queue<'a>(
     fd: RawFd,
-    q: &mut TxQueue,
+    q: &'a TxQueue,
+    payload: &dyn Fn(PayloadRef) -> &'a [u8],
     arrays: &mut MsgArrays,
     out: &mut Vec<sys::OutMsg>,
     gso: &mut bool,
     v6: bool,
     stats: &mut UdpStats,
 ) {
-    q.build(out, *gso);
+    let slice = |j| q.slice(j, payload);
+    q.build_from(out, *gso, 0);
     let mut done = 0;
     while done < out.len() {
-        match sys::send(fd, arrays, q.bytes(), &out[done..], v6) {
+        match sys::send(fd, arrays, &slice, &out[done..], v6) {
             Ok(0) => break,
             Ok(k) => {
                 stats.send_batches += 1;
@@ -460,8 +468,8 @@ fn send_queue(
                 *gso = false;
                 stats.gso_fallbacks += 1;
                 // Rebuild what is left without GSO.
-                let skip: usize = out[..done].iter().map(|m| m.len).sum();
-                q.build_from(out, false, skip);
+                let sent = out[done].iov_start / batch::IOVS_PER_DATAGRAM;
+                q.build_from(out, false, sent);
                 done = 0;
             }
             Err(_) => {

@@ -45,7 +45,8 @@ impl UdpDatapath {
                 let fd = std::os::fd::AsRawFd::as_raw_fd(&self.sockets[path]);
                 send_queue(
                     fd,
-                    &mut self.tx[path],
+                    &self.tx[path],
+                    &|_| &[], // whole datagrams: no payload elsewhere
                     &mut self.arrays,
                     &mut self.out_msgs,
                     &mut self.gso,

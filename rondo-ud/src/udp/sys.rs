@@ -19,9 +19,11 @@ const CONTROL_WORDS: usize = 8;
 pub(super) struct OutMsg {
     /// Destination.
     pub dest: SocketAddr,
-    /// Offset of the first byte in the send buffer.
-    pub start: usize,
-    /// Bytes, all segments together.
+    /// First of its slices (iovecs) in the slice list given to [`send`].
+    pub iov_start: usize,
+    /// Number of slices.
+    pub iov_count: usize,
+    /// Bytes, all slices together.
     pub len: usize,
     /// GSO segment size (`UDP_SEGMENT`), 0 for a single datagram.
     pub segment: u16,
@@ -89,7 +91,8 @@ impl MsgArrays {
         };
         MsgArrays {
             hdrs: vec![hdr; n],
-            iovs: vec![iov; n],
+            // Sends use two iovecs per datagram (head and payload).
+            iovs: vec![iov; 2 * n],
             names: vec![name; n],
             control: vec![[0; CONTROL_WORDS]; n],
         }
@@ -131,6 +134,14 @@ pub(super) fn get_int(fd: RawFd, level: i32, name: i32) -> io::Result<i32> {
     // SAFETY: value and len are live and len says how many bytes value has.
     cvt(unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut i32).cast(), &mut len) })?;
     Ok(value)
+}
+
+/// Length of the C form of `addr`.
+fn addr_len(addr: &SocketAddr) -> libc::socklen_t {
+    match addr {
+        SocketAddr::V4(_) => size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        SocketAddr::V6(_) => size_of::<libc::sockaddr_in6>() as libc::socklen_t,
+    }
 }
 
 /// Writes `addr` into `storage`, returns its length.
@@ -193,36 +204,57 @@ unsafe fn push_cmsg<T: Copy>(
     }
 }
 
-/// Sends `msgs` (at most `arrays.capacity()`) from `buf` with one `sendmmsg`.
-/// Returns how many messages the kernel took (the rest are the caller's to retry
-/// or drop). `v6` says which TOS control message the socket family uses.
-pub(super) fn send(
+/// Sends `msgs` (at most `arrays.capacity()`) with one `sendmmsg`; message `m` is
+/// the concatenation of slices `slice(m.iov_start)` to
+/// `slice(m.iov_start + m.iov_count - 1)`. Returns
+/// how many messages the kernel took (the rest are the caller's to retry or drop).
+/// `v6` says which TOS control message the socket family uses.
+pub(super) fn send<'a>(
     fd: RawFd,
     arrays: &mut MsgArrays,
-    buf: &[u8],
+    slice: &dyn Fn(usize) -> &'a [u8],
     msgs: &[OutMsg],
     v6: bool,
 ) -> io::Result<usize> {
     let n = msgs.len().min(arrays.capacity());
+    // The iovecs of the messages sent, in order: at most two per datagram of a
+    // queue, which has at most `capacity` datagrams.
+    let first_iov = msgs.first().map_or(0, |m| m.iov_start);
+    let iov_range = |m: &OutMsg| {
+        let start = m.iov_start - first_iov;
+        start..start + m.iov_count
+    };
+    // First every write through references (iovecs, addresses, zeroed control
+    // buffers), then the headers with pointers taken once from each array, so that
+    // no later reference invalidates a pointer the kernel will read.
     for (i, m) in msgs[..n].iter().enumerate() {
+        let iovs = iov_range(m);
         assert!(
-            m.start + m.len <= buf.len(),
-            "send message outside the buffer"
+            iovs.end <= arrays.iovs.len() && m.iov_count > 0,
+            "send message outside the iovec arrays"
         );
-        arrays.iovs[i] = libc::iovec {
-            iov_base: buf[m.start..].as_ptr() as *mut libc::c_void,
-            iov_len: m.len,
-        };
-        let namelen = write_addr(&mut arrays.names[i], &m.dest);
-        let hdr = &mut arrays.hdrs[i].msg_hdr;
-        hdr.msg_name = (&mut arrays.names[i] as *mut libc::sockaddr_storage).cast();
-        hdr.msg_namelen = namelen;
-        hdr.msg_iov = &mut arrays.iovs[i];
-        hdr.msg_iovlen = 1;
-        hdr.msg_flags = 0;
+        for (j, iov) in arrays.iovs[iovs].iter_mut().enumerate() {
+            let bytes = slice(m.iov_start + j);
+            *iov = libc::iovec {
+                iov_base: bytes.as_ptr() as *mut libc::c_void,
+                iov_len: bytes.len(),
+            };
+        }
+        write_addr(&mut arrays.names[i], &m.dest);
         // Zeroed, so that CMSG_NXTHDR reads no stale length.
         arrays.control[i] = [0; CONTROL_WORDS];
-        hdr.msg_control = arrays.control[i].as_mut_ptr().cast();
+    }
+    let iovs_ptr = arrays.iovs.as_mut_ptr();
+    let names_ptr = arrays.names.as_mut_ptr();
+    let control_ptr = arrays.control.as_mut_ptr();
+    for (i, m) in msgs[..n].iter().enumerate() {
+        let hdr = &mut arrays.hdrs[i].msg_hdr;
+        hdr.msg_name = names_ptr.wrapping_add(i).cast();
+        hdr.msg_namelen = addr_len(&m.dest);
+        hdr.msg_iov = iovs_ptr.wrapping_add(iov_range(m).start);
+        hdr.msg_iovlen = m.iov_count as _;
+        hdr.msg_flags = 0;
+        hdr.msg_control = control_ptr.wrapping_add(i).cast();
         hdr.msg_controllen = size_of::<[u64; CONTROL_WORDS]>() as _;
         let mut used = 0;
         // SAFETY: the control buffer is live, 8-byte aligned, and 64 bytes long,
@@ -251,8 +283,8 @@ pub(super) fn send(
         return Ok(0);
     }
     // SAFETY: the first n headers point at live iovecs, addresses and control
-    // buffers set up above, and the iovecs at bytes of `buf`, all borrowed for the
-    // duration of the call.
+    // buffers set up above, and the iovecs at slices that live for 'a, beyond the
+    // call.
     let sent = cvt(unsafe { libc::sendmmsg(fd, arrays.hdrs.as_mut_ptr(), n as u32, 0) })?;
     Ok(sent as usize)
 }
@@ -268,26 +300,34 @@ pub(super) fn recv(
     out: &mut [InMsg],
 ) -> io::Result<usize> {
     let n = out.len().min(arrays.capacity()).min(buf.len() / slot);
-    for i in 0..n {
-        arrays.iovs[i] = libc::iovec {
-            iov_base: buf[i * slot..].as_mut_ptr().cast(),
+    // Pointers are taken once per array, after every write through a reference
+    // (as in `send`).
+    let buf_ptr = buf.as_mut_ptr();
+    for (i, iov) in arrays.iovs[..n].iter_mut().enumerate() {
+        *iov = libc::iovec {
+            iov_base: buf_ptr.wrapping_add(i * slot).cast(),
             iov_len: slot,
         };
-        let hdr = &mut arrays.hdrs[i].msg_hdr;
+    }
+    let iovs_ptr = arrays.iovs.as_mut_ptr();
+    let control_ptr = arrays.control.as_mut_ptr();
+    for (i, mh) in arrays.hdrs[..n].iter_mut().enumerate() {
+        let hdr = &mut mh.msg_hdr;
         hdr.msg_name = std::ptr::null_mut();
         hdr.msg_namelen = 0;
-        hdr.msg_iov = &mut arrays.iovs[i];
+        hdr.msg_iov = iovs_ptr.wrapping_add(i);
         hdr.msg_iovlen = 1;
-        hdr.msg_control = arrays.control[i].as_mut_ptr().cast();
+        hdr.msg_control = control_ptr.wrapping_add(i).cast();
         hdr.msg_controllen = size_of::<[u64; CONTROL_WORDS]>() as _;
         hdr.msg_flags = 0;
-        arrays.hdrs[i].msg_len = 0;
+        mh.msg_len = 0;
     }
     if n == 0 {
         return Ok(0);
     }
     // SAFETY: the first n headers point at live iovecs over disjoint slots of `buf`
-    // and at live control buffers, all exclusively borrowed for the call.
+    // (n slots fit in it) and at live control buffers, all exclusively borrowed for
+    // the call.
     let got = unsafe {
         libc::recvmmsg(
             fd,

@@ -16,7 +16,9 @@ use crate::types::{
 };
 use crate::VerbsError;
 use rondo_ud::mem::rng::Rng;
-use rondo_ud::{ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, Transmit};
+use rondo_ud::{
+    ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,
+};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -454,6 +456,21 @@ impl Host for VerbsHost {
             self.flush_acks(now);
         }
         self.endpoint.poll_transmit(now, buf)
+    }
+
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        if !self.acks_due.is_empty() {
+            self.flush_acks(now);
+        }
+        self.endpoint.poll_transmit_split(now, buf)
+    }
+
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        self.endpoint.payload(r)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
