@@ -69,7 +69,7 @@ pub const HOST_REORDER_PACKETS: u32 = 256;
 ///   of the packets of the bare engine and 2.5% of `rondo perf`'s were declared
 ///   lost and resent although loopback lost none (every resend arrived as a
 ///   duplicate), and the duplicates added reordering; with 64 the bare engine
-///   resent almost nothing but `rondo perf` still 1-2%; with 256, 0.02-0.1%.
+///   resent almost nothing but `rondo perf` still 1-2%; with 256, 0-0.1%.
 ///   A real loss is repaired 256 packets later (under 1 ms at 300 kpps); a loss
 ///   among a message's last 256 packets waits for the RTO.
 /// - 8 retries: with the doubling backoff, a peer that disappears is reported
