@@ -1,14 +1,15 @@
 //! `rondo`: the command-line front end of the Rondo transport.
 //!
-//! `rondo demo` runs one long transfer over the in-memory two-host testbed and
-//! compares Rondo with and without its packet scheduler; `rondo sim` runs scenario
-//! files and the paper's figures on the packet-level simulator. Further
-//! subcommands (sweeps, performance runs on real hosts) join [`Command`] as their
-//! crates land.
+//! `rondo sim` runs scenario files and the paper's figures on the packet-level
+//! simulator; `rondo perf` measures Rondo (and the raw-UDP ceiling) between two
+//! hosts, perftest style; `rondo doctor` checks a host for the verbs datapath;
+//! `rondo demo` runs one transfer over the in-memory two-host testbed with the
+//! packet scheduler on and off.
 
 mod chart;
 mod demo;
 mod doctor;
+mod perf;
 mod sim;
 mod table;
 
@@ -35,6 +36,9 @@ enum Command {
     /// Run a scenario file or a built-in (the paper's figures) on the packet-level
     /// simulator and print goodput, utilization, OOD/RBO, completion times.
     Sim(sim::Args),
+    /// perftest-like bandwidth and latency runs between two hosts over UDP:
+    /// `rondo perf server` on one, `rondo perf client HOST` on the other.
+    Perf(perf::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Perf(args) => perf::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -28,9 +28,11 @@ mod config;
 mod raw;
 mod recv;
 mod sys;
+mod wait;
 
 pub use config::{flow_config, Clock, PollOutcome, UdpConfig, UdpStats, DEFAULT_PORT};
 pub use raw::RawCount;
+pub use wait::{Waiter, Waker};
 
 use config::CE;
 
@@ -66,6 +68,8 @@ pub struct UdpDatapath {
     /// the guess of which path queue the host writes the next datagram into.
     last_path: usize,
     next_after: Vec<usize>,
+    /// Path whose queue the last flush sent first (rotates).
+    flush_start: usize,
     /// Receive buffers: `rx_per_path` slots of `rx_slot` bytes for each path.
     rx_buf: Vec<u8>,
     rx_slot: usize,
@@ -147,6 +151,7 @@ impl UdpDatapath {
                 .collect(),
             scratch: vec![0; cfg.max_datagram],
             last_path: 0,
+            flush_start: 0,
             next_after: (1..=paths).map(|p| p % paths).collect(),
             rx_buf: vec![0; paths * rx_per_path * rx_slot],
             rx_slot,
@@ -268,6 +273,13 @@ impl UdpDatapath {
         max_wait: Duration,
     ) -> io::Result<PollOutcome> {
         let mut out = PollOutcome::default();
+        if host.poll_timeout().is_some_and(|t| t <= clock.now()) {
+            // A timer is due: read what has arrived first. After this thread was
+            // descheduled (a busy host), the ACKs that cancel the retransmission and
+            // loss timers are waiting in the sockets; firing the timers before them
+            // retransmits packets that were delivered.
+            out.received += self.receive_ready(host, clock, Duration::ZERO)?;
+        }
         let now = clock.now();
         run_timers(host, now);
         out.sent += self.flush(host, now);
@@ -278,19 +290,30 @@ impl UdpDatapath {
         if out.sent > 0 || wait < self.cfg.spin {
             wait = Duration::ZERO;
         }
-        // One ppoll says which sockets have datagrams (cheaper than a recvmmsg that
-        // finds nothing on each of them).
-        if sys::wait_readable(&mut self.pollfds, wait)? > 0 {
-            // One arrival time for what one poll receives: it arrived together.
-            let rx_now = clock.now();
-            out.received += self.receive(|path, data, tos| {
-                host.handle_datagram(rx_now, path, data, is_ce(tos));
-            })?;
-        }
+        out.received += self.receive_ready(host, clock, wait)?;
         let now = clock.now();
         run_timers(host, now);
         out.sent += self.flush(host, now);
         Ok(out)
+    }
+
+    /// Waits up to `wait` for datagrams and hands what arrived to the host.
+    fn receive_ready<H: Host>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        wait: Duration,
+    ) -> io::Result<usize> {
+        // One ppoll says which sockets have datagrams (cheaper than a recvmmsg that
+        // finds nothing on each of them).
+        if sys::wait_readable(&mut self.pollfds, wait)? == 0 {
+            return Ok(0);
+        }
+        // One arrival time for what one poll receives: it arrived together.
+        let rx_now = clock.now();
+        self.receive(|path, data, tos| {
+            host.handle_datagram(rx_now, path, data, is_ce(tos));
+        })
     }
 
     /// Polls the host for transmits at `now` and sends them, at most one batch per
@@ -340,8 +363,14 @@ impl UdpDatapath {
             to.tail_mut(t.len).copy_from_slice(from.tail(t.len));
             to.commit_tail(dest, tos, t.len, payload);
         }
-        for path in 0..self.tx.len() {
-            self.send_path(path, &*host);
+        // The queues go out starting from a different path each time: a fixed order
+        // would always hand the peer path 0's datagrams first, so the later paths'
+        // would more often miss the peer's current receive round, measure longer
+        // RTTs, and lose their share of the flow to path 0.
+        let paths = self.tx.len();
+        self.flush_start = (self.flush_start + 1) % paths;
+        for k in 0..paths {
+            self.send_path((self.flush_start + k) % paths, &*host);
         }
         n
     }

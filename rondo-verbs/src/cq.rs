@@ -1,0 +1,132 @@
+//! Completion queues.
+
+use crate::context::Context;
+use crate::types::WorkCompletion;
+use crate::VerbsError;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The queue the transport fills.
+#[derive(Debug)]
+pub(crate) struct CqShared {
+    queue: Mutex<VecDeque<WorkCompletion>>,
+    depth: usize,
+    overruns: AtomicU64,
+}
+
+impl CqShared {
+    pub(crate) fn new(depth: usize) -> CqShared {
+        CqShared {
+            queue: Mutex::new(VecDeque::with_capacity(depth.min(4096))),
+            depth,
+            overruns: AtomicU64::new(0),
+        }
+    }
+
+    /// Adds a completion. Past `depth` it is still kept (never dropped) and the
+    /// overrun is counted.
+    pub(crate) fn push(&self, wc: WorkCompletion) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        if q.len() >= self.depth {
+            self.overruns.fetch_add(1, Ordering::Relaxed);
+        }
+        q.push_back(wc);
+    }
+
+    /// Moves up to `out.len()` completions into `out`.
+    pub(crate) fn drain(&self, out: &mut [WorkCompletion]) -> usize {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let n = out.len().min(q.len());
+        for (slot, wc) in out.iter_mut().zip(q.drain(..n)) {
+            *slot = wc;
+        }
+        n
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+}
+
+struct CqInner {
+    shared: Arc<CqShared>,
+    ctx: Context,
+}
+
+/// A completion queue (`ibv_cq`). Clones share the queue.
+#[derive(Clone)]
+pub struct CompletionQueue {
+    inner: Arc<CqInner>,
+}
+
+impl core::fmt::Debug for CompletionQueue {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("CompletionQueue")
+            .field("depth", &self.inner.shared.depth)
+            .finish()
+    }
+}
+
+impl CompletionQueue {
+    pub(crate) fn new(ctx: Context, depth: usize) -> CompletionQueue {
+        CompletionQueue {
+            inner: Arc::new(CqInner {
+                shared: Arc::new(CqShared::new(depth)),
+                ctx,
+            }),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<CqShared> {
+        &self.inner.shared
+    }
+
+    pub(crate) fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// Fills the front of `wc` with completions, oldest first, and returns how many
+    /// (`ibv_poll_cq`). On the `mem` backend this also runs the in-process fabric
+    /// (explicit progress) until a completion is available or a bounded number of
+    /// events has been processed; on `udp` the context's progress thread does the work.
+    pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
+        if wc.is_empty() {
+            return Ok(0);
+        }
+        let n = self.inner.shared.drain(wc);
+        if n > 0 {
+            return Ok(n);
+        }
+        self.inner.ctx.progress(&self.inner.shared);
+        Ok(self.inner.shared.drain(wc))
+    }
+
+    /// Polls until `n` completions have been collected or `max_polls` polls found
+    /// nothing new. Returns what was collected.
+    pub fn poll_n(&self, n: usize, max_polls: usize) -> Result<Vec<WorkCompletion>, VerbsError> {
+        let mut out = Vec::with_capacity(n);
+        let mut buf = [WorkCompletion::default(); 16];
+        let mut idle = 0;
+        while out.len() < n && idle < max_polls {
+            let want = (n - out.len()).min(buf.len());
+            let got = self.poll(&mut buf[..want])?;
+            if got == 0 {
+                idle += 1;
+            } else {
+                idle = 0;
+                out.extend_from_slice(&buf[..got]);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Completions that arrived while the queue already held `depth` entries (kept,
+    /// not dropped; poll more often or create a deeper CQ).
+    pub fn overruns(&self) -> u64 {
+        self.inner.shared.overruns.load(Ordering::Relaxed)
+    }
+}

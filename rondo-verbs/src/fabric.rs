@@ -1,0 +1,262 @@
+//! The in-process fabric behind the `mem` backend: every context opened on a
+//! [`MemFabric`] is a host of one deterministic [`Network`], joined to every other
+//! (and to itself) by the fabric's parallel paths, each with its own rate, delay,
+//! loss, duplication and jitter (jitter reorders packets).
+//!
+//! Progress is explicit: polling a completion queue runs the network in virtual
+//! time. With one thread driving it, the same seed gives the same run.
+
+use crate::host::VerbsHost;
+use crate::VerbsError;
+use rondo_ud::mem::{HostId, LinkId, Network, PathSpec};
+use rondo_ud::{Host, Instant, Transmit};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Events processed by one poll of a completion queue that finds it empty, at most.
+const EVENTS_PER_POLL: usize = 4096;
+
+/// Configuration of a [`MemFabric`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct FabricConfig {
+    /// Each host's NIC rate in Gbit/s.
+    pub host_gbps: f64,
+    /// The parallel paths between every two hosts (both directions get the spec).
+    pub paths: Vec<PathSpec>,
+}
+
+impl FabricConfig {
+    /// `n` lossless paths of `gbps` Gbit/s and `delay_us` one-way delay, hosts at
+    /// `n * gbps`.
+    pub fn uniform(n: u16, gbps: f64, delay_us: f64) -> FabricConfig {
+        FabricConfig {
+            host_gbps: gbps * f64::from(n),
+            paths: (0..n).map(|_| PathSpec::new(gbps, delay_us)).collect(),
+        }
+    }
+
+    /// The same fabric with loss probability `p` on every path.
+    pub fn with_loss(mut self, p: f64) -> FabricConfig {
+        for s in &mut self.paths {
+            s.loss = p;
+        }
+        self
+    }
+
+    /// The same fabric with a uniform extra delay in `[0, jitter)` per packet on every
+    /// path: packets overtake each other.
+    pub fn with_jitter(mut self, jitter: rondo_ud::Duration) -> FabricConfig {
+        for s in &mut self.paths {
+            s.jitter = jitter;
+        }
+        self
+    }
+}
+
+impl Default for FabricConfig {
+    /// Four 25 Gbit/s paths of 2 us one-way delay.
+    fn default() -> Self {
+        FabricConfig::uniform(4, 25.0, 2.0)
+    }
+}
+
+/// A context's host on the fabric: the verbs host plus the routing of its flows.
+pub(crate) struct FabricHost {
+    pub host: VerbsHost,
+    paths: u16,
+    /// Fabric host index of the peer of each local flow (QP number).
+    pub peer_of_flow: HashMap<u32, usize>,
+}
+
+impl Host for FabricHost {
+    fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
+        self.host
+            .handle_datagram(now, path % self.paths, data, ecn_ce);
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        self.host.handle_timeout(now);
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let t = self.host.poll_transmit(now, buf)?;
+        // Fabric path id = peer * P + path; an unknown flow gets an unrouted id.
+        let peer = self
+            .peer_of_flow
+            .get(&t.flow)
+            .copied()
+            .unwrap_or(usize::MAX);
+        let path = peer
+            .checked_mul(usize::from(self.paths))
+            .and_then(|x| x.checked_add(usize::from(t.path)))
+            .and_then(|x| u16::try_from(x).ok())
+            .unwrap_or(u16::MAX);
+        Some(Transmit { path, ..t })
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.host.poll_timeout()
+    }
+}
+
+pub(crate) struct FabricInner {
+    pub net: Network<FabricHost>,
+    cfg: FabricConfig,
+    hosts: Vec<HostId>,
+    links: Vec<LinkId>,
+}
+
+/// The in-process fabric of the `mem` backend; open contexts on it with
+/// [`crate::Context::open_mem`]. Clones share the fabric.
+#[derive(Clone)]
+pub struct MemFabric {
+    inner: Arc<Mutex<FabricInner>>,
+    id: u64,
+    seed: u64,
+}
+
+impl core::fmt::Debug for MemFabric {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MemFabric").field("id", &self.id).finish()
+    }
+}
+
+static FABRIC_IDS: AtomicU64 = AtomicU64::new(1);
+
+impl MemFabric {
+    /// A fabric whose every random choice (losses, jitter, keys, QP numbers) derives
+    /// from `seed`.
+    pub fn new(seed: u64, cfg: FabricConfig) -> Result<MemFabric, VerbsError> {
+        if cfg.paths.is_empty() || cfg.paths.len() > 1024 {
+            return Err(VerbsError::InvalidAttr {
+                name: "paths",
+                reason: format!("{} paths; a fabric has 1 to 1024", cfg.paths.len()),
+            });
+        }
+        Ok(MemFabric {
+            inner: Arc::new(Mutex::new(FabricInner {
+                net: Network::new(seed),
+                cfg,
+                hosts: Vec::new(),
+                links: Vec::new(),
+            })),
+            id: FABRIC_IDS.fetch_add(1, Ordering::Relaxed),
+            seed,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, FabricInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Number of contexts opened on the fabric.
+    pub(crate) fn host_count(&self) -> usize {
+        self.lock().hosts.len()
+    }
+
+    /// Number of paths between two hosts.
+    pub fn paths(&self) -> u16 {
+        self.lock().cfg.paths.len() as u16
+    }
+
+    /// Host NIC rate in bits per second.
+    pub(crate) fn line_rate_bps(&self) -> u64 {
+        (self.lock().cfg.host_gbps * 1e9) as u64
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Instant {
+        self.lock().net.now()
+    }
+
+    /// Runs the fabric until nothing is pending or `deadline` passes (responders
+    /// on the fabric make progress without anyone polling their CQs).
+    pub fn run_until(&self, deadline: Instant) {
+        self.lock().net.run_until(deadline);
+    }
+
+    /// Sets the loss probability of every link of the fabric, from now on (1.0
+    /// black-holes the fabric: peers look gone).
+    pub fn set_loss(&self, p: f64) {
+        let mut f = self.lock();
+        for l in f.links.clone() {
+            f.net.link_mut(l).loss = p;
+        }
+    }
+
+    /// Fault injection: hands `datagram` to `ctx`'s engine as if it had arrived on
+    /// `path` now (forged, truncated or replayed input).
+    pub fn inject(
+        &self,
+        ctx: &crate::Context,
+        path: u16,
+        datagram: &[u8],
+    ) -> Result<(), VerbsError> {
+        let host = ctx.mem_host(self.id).ok_or(VerbsError::BadEndpoint(
+            "the context is not on this fabric".into(),
+        ))?;
+        let mut f = self.lock();
+        let now = f.net.now();
+        f.net
+            .host_mut(host)
+            .handle_datagram(now, path, datagram, false);
+        Ok(())
+    }
+
+    /// Adds a host wired to every existing host and to itself; returns its index.
+    pub(crate) fn add_host(&self, host: VerbsHost) -> Result<(usize, HostId), VerbsError> {
+        let mut f = self.lock();
+        let p = f.cfg.paths.len();
+        let index = f.hosts.len();
+        if (index + 1) * p > usize::from(u16::MAX) {
+            return Err(VerbsError::InvalidAttr {
+                name: "contexts",
+                reason: format!(
+                    "a fabric of {p} paths holds at most {} contexts",
+                    65_535 / p
+                ),
+            });
+        }
+        let gbps = f.cfg.host_gbps;
+        let me = f.net.add_host(
+            FabricHost {
+                host,
+                paths: p as u16,
+                peer_of_flow: HashMap::new(),
+            },
+            gbps,
+        );
+        f.hosts.push(me);
+        let specs = f.cfg.paths.clone();
+        for (j, &other) in f.hosts.clone().iter().enumerate() {
+            for (k, spec) in specs.iter().enumerate() {
+                let fwd = f.net.add_link(spec.link_config());
+                f.net.set_route(me, (j * p + k) as u16, other, &[fwd]);
+                f.links.push(fwd);
+                if other != me {
+                    let rev = f.net.add_link(spec.link_config());
+                    f.net.set_route(other, (index * p + k) as u16, me, &[rev]);
+                    f.links.push(rev);
+                }
+            }
+        }
+        Ok((index, me))
+    }
+
+    /// Processes events until `done` holds or `budget` events were processed or
+    /// nothing is pending.
+    pub(crate) fn progress(&self, done: impl Fn() -> bool) {
+        let mut f = self.lock();
+        for _ in 0..EVENTS_PER_POLL {
+            if done() || !f.net.step() {
+                return;
+            }
+        }
+    }
+}

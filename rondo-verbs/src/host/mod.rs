@@ -1,0 +1,486 @@
+//! The verbs layer of one context, sans IO: an engine [`Endpoint`] plus the QPs,
+//! memory regions and completion queues on top of it. It implements [`Host`], so the
+//! in-process fabric and the UDP progress loop drive it like any engine host.
+
+mod requester;
+pub(crate) use requester::gather;
+mod responder;
+#[cfg(test)]
+mod tests;
+
+use crate::cq::CqShared;
+use crate::mr::MrShared;
+use crate::types::{
+    ContextStats, Opcode, QpInitAttr, QpState, QpStats, RecvWr, SendWr, Sge, WcOpcode, WcStatus,
+    WorkCompletion,
+};
+use crate::VerbsError;
+use rondo_ud::mem::rng::Rng;
+use rondo_ud::{
+    ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,
+};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// Largest message a work request may carry (2 GiB, as ibverbs' 31-bit lengths).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 31;
+
+/// One outstanding send work request.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub req_id: u64,
+    pub wr: SendWr,
+    pub len: u64,
+    /// Handed to the engine (cleared when an RNR NAK makes it go again).
+    pub sent: bool,
+    pub rnr_count: u8,
+    /// Failed a local check at post time; completes with this when it reaches the front.
+    pub local_error: Option<WcStatus>,
+    /// The engine message, gathered at post time outside the context's lock (header
+    /// bytes not yet written); `None`: gather when sending.
+    pub prebuilt: Option<Vec<u8>>,
+}
+
+/// State of one QP inside the host.
+#[derive(Debug)]
+pub(crate) struct QpSlot {
+    pub qpn: u32,
+    pub pd: u32,
+    pub state: QpState,
+    pub conn: Option<ConnectionHandle>,
+    pub send_cq: Arc<CqShared>,
+    pub recv_cq: Arc<CqShared>,
+    pub attr: QpInitAttr,
+    // Requester.
+    pub next_req: u64,
+    pub next_msg: u64,
+    pub outstanding: VecDeque<Request>,
+    pub rnr_until: Option<Instant>,
+    // Responder.
+    pub expected_req: u64,
+    /// Highest request executed and not yet acknowledged (ACKs are coalesced).
+    pub ack_pending: Option<u64>,
+    pub recvs: VecDeque<RecvWr>,
+    pub stats: QpStats,
+}
+
+impl QpSlot {
+    fn completion(&self, wr_id: u64, status: WcStatus, opcode: WcOpcode) -> WorkCompletion {
+        WorkCompletion {
+            wr_id,
+            status,
+            opcode,
+            byte_len: 0,
+            imm: None,
+            qp_num: self.qpn,
+        }
+    }
+}
+
+/// Completion opcode of a send work request.
+pub(crate) fn wc_opcode(op: Opcode) -> WcOpcode {
+    match op {
+        Opcode::Send | Opcode::SendWithImm => WcOpcode::Send,
+        Opcode::RdmaWrite | Opcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+        Opcode::RdmaRead => WcOpcode::RdmaRead,
+    }
+}
+
+/// Key, QP-number and seed source: seeded for `mem`, from OS randomness otherwise.
+pub(crate) struct Keys {
+    rng: Rng,
+}
+
+impl Keys {
+    pub(crate) fn seeded(seed: u64) -> Keys {
+        Keys {
+            rng: Rng::new(seed),
+        }
+    }
+
+    /// A generator seeded from `/dev/urandom`, for real backends.
+    pub(crate) fn from_os() -> Result<Keys, VerbsError> {
+        use std::io::Read;
+        let mut b = [0u8; 8];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut b))
+            .map_err(|e| VerbsError::Io(format!("reading /dev/urandom for keys: {e}")))?;
+        Ok(Keys::seeded(u64::from_ne_bytes(b)))
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    /// A nonzero 32-bit value for which `taken` is false.
+    fn fresh(&mut self, bits: u32, taken: impl Fn(u32) -> bool) -> u32 {
+        loop {
+            let k = (self.rng.next_u64() >> (64 - bits)) as u32;
+            if k != 0 && !taken(k) {
+                return k;
+            }
+        }
+    }
+}
+
+/// The verbs layer of one context.
+pub(crate) struct VerbsHost {
+    pub endpoint: Endpoint,
+    pub qps: HashMap<u32, QpSlot>,
+    /// Engine connections of destroyed QPs, with their next message id: requests
+    /// arriving on them are refused so that the peer's requester does not hang.
+    orphans: Vec<(ConnectionHandle, u64)>,
+    lkeys: HashMap<u32, Arc<MrShared>>,
+    rkeys: HashMap<u32, Arc<MrShared>>,
+    pub keys: Keys,
+    next_pd: u32,
+    pub stats: ContextStats,
+    /// QPs with a coalesced ACK pending.
+    acks_due: Vec<u32>,
+    /// Scratch list of connected QPs for `process_events`.
+    scratch: Vec<(u32, ConnectionHandle)>,
+    /// Line rate given to each QP's engine flow.
+    pub line_rate_bps: u64,
+}
+
+impl VerbsHost {
+    pub(crate) fn new(endpoint: Endpoint, keys: Keys, line_rate_bps: u64) -> VerbsHost {
+        VerbsHost {
+            endpoint,
+            qps: HashMap::new(),
+            orphans: Vec::new(),
+            lkeys: HashMap::new(),
+            rkeys: HashMap::new(),
+            keys,
+            next_pd: 1,
+            stats: ContextStats::default(),
+            acks_due: Vec::new(),
+            scratch: Vec::new(),
+            line_rate_bps,
+        }
+    }
+
+    pub(crate) fn alloc_pd(&mut self) -> u32 {
+        self.next_pd += 1;
+        self.next_pd - 1
+    }
+
+    pub(crate) fn register(&mut self, mut mr: MrShared) -> Arc<MrShared> {
+        mr.lkey = self.keys.fresh(32, |k| self.lkeys.contains_key(&k));
+        mr.rkey = self.keys.fresh(32, |k| self.rkeys.contains_key(&k));
+        let mr = Arc::new(mr);
+        self.lkeys.insert(mr.lkey, mr.clone());
+        self.rkeys.insert(mr.rkey, mr.clone());
+        mr
+    }
+
+    pub(crate) fn deregister(&mut self, lkey: u32, rkey: u32) {
+        self.lkeys.remove(&lkey);
+        self.rkeys.remove(&rkey);
+    }
+
+    /// A new QP number (24 bits, random, unused).
+    pub(crate) fn create_qp(
+        &mut self,
+        pd: u32,
+        send_cq: Arc<CqShared>,
+        recv_cq: Arc<CqShared>,
+        attr: QpInitAttr,
+    ) -> u32 {
+        let qpn = self.keys.fresh(24, |k| self.qps.contains_key(&k));
+        self.qps.insert(
+            qpn,
+            QpSlot {
+                qpn,
+                pd,
+                state: QpState::Init,
+                conn: None,
+                send_cq,
+                recv_cq,
+                attr,
+                next_req: 0,
+                next_msg: 0,
+                outstanding: VecDeque::new(),
+                rnr_until: None,
+                expected_req: 0,
+                ack_pending: None,
+                recvs: VecDeque::new(),
+                stats: QpStats::default(),
+            },
+        );
+        qpn
+    }
+
+    pub(crate) fn destroy_qp(&mut self, qpn: u32) {
+        if let Some(slot) = self.qps.remove(&qpn) {
+            if let Some(h) = slot.conn {
+                self.orphans.push((h, slot.next_msg));
+            }
+        }
+    }
+
+    /// Connects a QP's engine flow to the peer QP `remote_qpn`.
+    pub(crate) fn connect(
+        &mut self,
+        now: Instant,
+        qpn: u32,
+        remote_qpn: u32,
+        cfg: &FlowConfig,
+    ) -> Result<(), VerbsError> {
+        let slot = self
+            .qps
+            .get_mut(&qpn)
+            .ok_or(VerbsError::InvalidWr("no such QP"))?;
+        if slot.state != QpState::Init {
+            return Err(VerbsError::InvalidState {
+                qpn,
+                state: slot.state,
+                hint: "connect a QP once, right after creating it",
+            });
+        }
+        let h = self
+            .endpoint
+            .connect(now, qpn, remote_qpn, cfg)
+            .map_err(|e| VerbsError::Engine(e.to_string()))?;
+        slot.conn = Some(h);
+        slot.state = QpState::Rts;
+        Ok(())
+    }
+
+    pub(crate) fn qp_state(&self, qpn: u32) -> QpState {
+        self.qps.get(&qpn).map_or(QpState::Error, |s| s.state)
+    }
+
+    /// Verbs and engine counters of a QP.
+    pub(crate) fn qp_stats(&self, qpn: u32) -> QpStats {
+        let Some(slot) = self.qps.get(&qpn) else {
+            return QpStats::default();
+        };
+        let mut s = slot.stats.clone();
+        if let Some(h) = slot.conn {
+            let c = self.endpoint.connection(h);
+            let tx = c.sender_stats();
+            let rx = c.receiver_stats();
+            s.retx_packets = tx.retransmissions;
+            s.data_packets_sent = tx.data_packets_sent;
+            s.ood_max = rx.ood.max();
+            s.ood_p99 = rx.ood.quantile(0.99);
+            s.data_packets_received = rx.data_packets;
+            s.bytes_delivered = rx.bytes_delivered;
+            s.dropped_out_of_window = rx.dropped_out_of_window;
+            s.dropped_buffer_full = rx.dropped_buffer_full;
+            s.dropped_inconsistent = rx.inconsistent;
+            s.placed_in_order = rx.placed_in_order;
+            s.placed_in_place = rx.placed_in_place;
+            s.placed_repaired = rx.placed_repaired;
+        }
+        s
+    }
+
+    pub(crate) fn context_stats(&self) -> ContextStats {
+        let e = self.endpoint.stats();
+        ContextStats {
+            datagrams: e.datagrams,
+            malformed: e.malformed,
+            unknown_qp: e.unknown_flow,
+            bad_token: e.bad_token,
+            ..self.stats
+        }
+    }
+
+    /// Finds the region of a local scatter/gather entry, checked against `pd`,
+    /// bounds and `need`; returns it with the entry's offset inside it.
+    pub(crate) fn local(
+        &self,
+        pd: u32,
+        sge: &Sge,
+        need: crate::AccessFlags,
+    ) -> Option<(Arc<MrShared>, usize)> {
+        let mr = self.lkeys.get(&sge.lkey)?;
+        if mr.pd != pd || !mr.access.contains(need) {
+            return None;
+        }
+        let off = mr.offset_of(sge.addr, u64::from(sge.len))?;
+        Some((mr.clone(), off))
+    }
+
+    /// Finds the region named by a remote key for an access of `len` bytes at `addr`.
+    pub(crate) fn remote(
+        &self,
+        pd: u32,
+        rkey: u32,
+        addr: u64,
+        len: u64,
+        need: crate::AccessFlags,
+    ) -> Option<(Arc<MrShared>, usize)> {
+        let mr = self.rkeys.get(&rkey)?;
+        if mr.pd != pd || !mr.access.contains(need) {
+            return None;
+        }
+        let off = mr.offset_of(addr, len)?;
+        Some((mr.clone(), off))
+    }
+
+    /// Posts a receive (`ibv_post_recv`).
+    pub(crate) fn post_recv(&mut self, qpn: u32, wr: &RecvWr) -> Result<(), VerbsError> {
+        let slot = self
+            .qps
+            .get_mut(&qpn)
+            .ok_or(VerbsError::InvalidWr("no such QP"))?;
+        if wr.sg_list.len() > slot.attr.max_sge {
+            return Err(VerbsError::InvalidWr(
+                "more scatter/gather entries than QpInitAttr::max_sge",
+            ));
+        }
+        if slot.state == QpState::Error {
+            let wc = slot.completion(wr.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv);
+            slot.recv_cq.push(wc);
+            return Ok(());
+        }
+        if slot.recvs.len() >= slot.attr.max_recv_wr {
+            return Err(VerbsError::RecvQueueFull {
+                depth: slot.attr.max_recv_wr,
+            });
+        }
+        slot.recvs.push_back(wr.clone());
+        Ok(())
+    }
+
+    /// Moves a QP to the error state: the front request completes with `front`
+    /// (if given), every other request and every receive is flushed.
+    pub(crate) fn fail_qp(&mut self, qpn: u32, front: Option<WcStatus>) {
+        let Some(slot) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        slot.state = QpState::Error;
+        slot.rnr_until = None;
+        let mut status = front;
+        while let Some(r) = slot.outstanding.pop_front() {
+            let st = status.take().unwrap_or(WcStatus::WrFlushErr);
+            let wc = slot.completion(r.wr.wr_id, st, wc_opcode(r.wr.opcode));
+            slot.send_cq.push(wc);
+        }
+        while let Some(r) = slot.recvs.pop_front() {
+            let wc = slot.completion(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv);
+            slot.recv_cq.push(wc);
+        }
+    }
+
+    /// Handles every pending engine event of every QP.
+    pub(crate) fn process_events(&mut self, now: Instant) {
+        // Reused between calls: this runs after every datagram.
+        let mut qpns = std::mem::take(&mut self.scratch);
+        qpns.clear();
+        qpns.extend(self.qps.values().filter_map(|s| s.conn.map(|h| (s.qpn, h))));
+        for &(qpn, h) in &qpns {
+            while let Some(ev) = self.endpoint.poll_event(h) {
+                match ev {
+                    Event::Received { data, .. } => self.on_message(now, qpn, &data),
+                    Event::Error(_) if self.qp_state(qpn) != QpState::Error => {
+                        self.fail_qp(qpn, Some(WcStatus::RetryExcErr));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.scratch = qpns;
+        for (h, next_msg) in &mut self.orphans {
+            while let Some(ev) = self.endpoint.poll_event(*h) {
+                let Event::Received { data, .. } = ev else {
+                    continue;
+                };
+                self.stats.for_destroyed_qp += 1;
+                use crate::header::{AckStatus, Header, MsgOp};
+                let Ok((req, _)) = Header::parse(&data) else {
+                    continue;
+                };
+                if matches!(req.op, MsgOp::Send | MsgOp::Write | MsgOp::ReadReq) {
+                    let mut nak = Header::new(MsgOp::Ack, req.req_id);
+                    nak.status = AckStatus::RemOp;
+                    let _ = self.endpoint.post(*h, now, *next_msg, nak.message(0));
+                    *next_msg += 1;
+                }
+            }
+        }
+    }
+
+    fn on_message(&mut self, now: Instant, qpn: u32, msg: &[u8]) {
+        let (h, payload) = match crate::header::Header::parse(msg) {
+            Ok(x) => x,
+            Err(_) => {
+                if let Some(s) = self.qps.get_mut(&qpn) {
+                    s.stats.bad_messages += 1;
+                }
+                return;
+            }
+        };
+        use crate::header::MsgOp;
+        match h.op {
+            MsgOp::Send | MsgOp::Write | MsgOp::ReadReq => self.on_request(now, qpn, &h, payload),
+            MsgOp::Ack | MsgOp::ReadResp => self.on_response(now, qpn, &h, payload),
+        }
+    }
+
+    /// Runs RNR retry timers that are due.
+    fn rnr_timers(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .qps
+            .values()
+            .filter(|s| s.rnr_until.is_some_and(|t| t <= now))
+            .map(|s| s.qpn)
+            .collect();
+        for qpn in due {
+            if let Some(s) = self.qps.get_mut(&qpn) {
+                s.rnr_until = None;
+            }
+            self.pump(now, qpn);
+        }
+    }
+}
+
+impl Host for VerbsHost {
+    fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
+        // Drops are counted by the endpoint (ContextStats) and per flow.
+        let _ = self.endpoint.receive(now, path, data, ecn_ce);
+        self.process_events(now);
+    }
+
+    fn handle_timeout(&mut self, now: Instant) {
+        self.endpoint.handle_timeout(now);
+        self.rnr_timers(now);
+        self.process_events(now);
+    }
+
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if !self.acks_due.is_empty() {
+            self.flush_acks(now);
+        }
+        self.endpoint.poll_transmit(now, buf)
+    }
+
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        if !self.acks_due.is_empty() {
+            self.flush_acks(now);
+        }
+        self.endpoint.poll_transmit_split(now, buf)
+    }
+
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        self.endpoint.payload(r)
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        if !self.acks_due.is_empty() {
+            return Some(Instant::ZERO);
+        }
+        let rnr = self.qps.values().filter_map(|s| s.rnr_until).min();
+        match (self.endpoint.poll_timeout(), rnr) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}

@@ -1,0 +1,323 @@
+//! The requesting side of a QP: posting, sending, RNR retries, and completing
+//! send work requests from the responder's answers, in posting order.
+
+use super::{wc_opcode, Request, VerbsHost, MAX_MESSAGE_BYTES};
+use crate::header::{AckStatus, Header, MsgOp, HEADER_LEN};
+use crate::mr::MrShared;
+use crate::types::{AccessFlags, Opcode, QpState, SendWr, WcStatus};
+use crate::VerbsError;
+use rondo_ud::Instant;
+use std::sync::Arc;
+
+/// `rnr_retry` value that means "retry forever" (ibverbs).
+const RNR_RETRY_FOREVER: u8 = 7;
+
+impl VerbsHost {
+    /// Posts a send work request (`ibv_post_send`).
+    /// The regions and offsets of a SEND's or WRITE's gather list, resolved (under
+    /// the context's lock) so that [`gather`] can copy the bytes outside it; `None`
+    /// for a READ or an entry that does not resolve (`post_send` reports it).
+    pub(crate) fn resolve_gather(&self, qpn: u32, wr: &SendWr) -> Option<Vec<Gathered>> {
+        if wr.opcode == Opcode::RdmaRead {
+            return None;
+        }
+        let pd = self.qps.get(&qpn)?.pd;
+        wr.sg_list
+            .iter()
+            .map(|s| {
+                self.local(pd, s, AccessFlags::NONE)
+                    .map(|(mr, off)| (mr, off, s.len as usize))
+            })
+            .collect()
+    }
+
+    pub(crate) fn post_send(
+        &mut self,
+        now: Instant,
+        qpn: u32,
+        wr: &SendWr,
+        prebuilt: Option<Vec<u8>>,
+    ) -> Result<(), VerbsError> {
+        let Some(slot) = self.qps.get(&qpn) else {
+            return Err(VerbsError::InvalidWr("no such QP"));
+        };
+        let needs_remote = matches!(
+            wr.opcode,
+            Opcode::RdmaWrite | Opcode::RdmaWriteWithImm | Opcode::RdmaRead
+        );
+        if needs_remote != wr.remote.is_some() {
+            return Err(VerbsError::InvalidWr(
+                "RDMA WRITE and READ need `remote`; SEND must not have it",
+            ));
+        }
+        let has_imm = matches!(wr.opcode, Opcode::SendWithImm | Opcode::RdmaWriteWithImm);
+        if has_imm != wr.imm.is_some() {
+            return Err(VerbsError::InvalidWr(
+                "the *WithImm opcodes need `imm`; the others must not have it",
+            ));
+        }
+        if wr.sg_list.len() > slot.attr.max_sge {
+            return Err(VerbsError::InvalidWr(
+                "more scatter/gather entries than QpInitAttr::max_sge",
+            ));
+        }
+        match slot.state {
+            QpState::Init => {
+                return Err(VerbsError::InvalidState {
+                    qpn,
+                    state: slot.state,
+                    hint: "connect the QP to its peer before posting sends",
+                })
+            }
+            QpState::Error => {
+                let wc = slot.completion(wr.wr_id, WcStatus::WrFlushErr, wc_opcode(wr.opcode));
+                slot.send_cq.push(wc);
+                return Ok(());
+            }
+            QpState::Rts => {}
+        }
+        if slot.outstanding.len() >= slot.attr.max_send_wr {
+            return Err(VerbsError::SendQueueFull {
+                depth: slot.attr.max_send_wr,
+            });
+        }
+        let len = wr.total_len();
+        let need = if wr.opcode == Opcode::RdmaRead {
+            AccessFlags::LOCAL_WRITE
+        } else {
+            AccessFlags::NONE
+        };
+        let local_error = if len > MAX_MESSAGE_BYTES {
+            Some(WcStatus::LocLenErr)
+        } else if wr
+            .sg_list
+            .iter()
+            .any(|s| self.local(slot.pd, s, need).is_none())
+        {
+            Some(WcStatus::LocProtErr)
+        } else {
+            None
+        };
+        // A message gathered before this check is used only if it still holds.
+        let prebuilt =
+            prebuilt.filter(|m| local_error.is_none() && m.len() as u64 == HEADER_LEN as u64 + len);
+        let slot = self.qps.get_mut(&qpn).expect("checked above");
+        slot.outstanding.push_back(Request {
+            req_id: slot.next_req,
+            wr: wr.clone(),
+            len,
+            sent: false,
+            rnr_count: 0,
+            local_error,
+            prebuilt,
+        });
+        slot.next_req += 1;
+        self.pump(now, qpn);
+        Ok(())
+    }
+
+    /// The verbs header of a request.
+    fn request_header(r: &Request) -> Header {
+        let op = match r.wr.opcode {
+            Opcode::Send | Opcode::SendWithImm => MsgOp::Send,
+            Opcode::RdmaWrite | Opcode::RdmaWriteWithImm => MsgOp::Write,
+            Opcode::RdmaRead => MsgOp::ReadReq,
+        };
+        let mut h = Header::new(op, r.req_id);
+        h.imm = r.wr.imm;
+        if let Some(remote) = r.wr.remote {
+            h.addr = remote.addr;
+            h.rkey = remote.rkey;
+        }
+        h.len = r.len;
+        h
+    }
+
+    /// The engine message of a request: verbs header, then the gathered bytes.
+    fn build_request(&self, pd: u32, r: &Request) -> Option<Vec<u8>> {
+        let h = Self::request_header(r);
+        if h.op == MsgOp::ReadReq {
+            return Some(h.message(0));
+        }
+        let mut msg = h.message(r.len as usize);
+        for sge in &r.wr.sg_list {
+            let (mr, off) = self.local(pd, sge, AccessFlags::NONE)?;
+            let n = sge.len as usize;
+            msg.extend_from_slice(&mr.lock()[off..off + n]);
+        }
+        Some(msg)
+    }
+
+    /// Sends, in order, every request not yet handed to the engine (unless an RNR
+    /// wait is running), and completes a front request that failed locally.
+    pub(crate) fn pump(&mut self, now: Instant, qpn: u32) {
+        loop {
+            let Some(slot) = self.qps.get(&qpn) else {
+                return;
+            };
+            if slot.state != QpState::Rts {
+                return;
+            }
+            if let Some(st) = slot.outstanding.front().and_then(|r| r.local_error) {
+                self.fail_qp(qpn, Some(st));
+                return;
+            }
+            if slot.rnr_until.is_some() {
+                return;
+            }
+            let Some(i) = slot.outstanding.iter().position(|r| !r.sent) else {
+                return;
+            };
+            let r = &slot.outstanding[i];
+            if r.local_error.is_some() {
+                return; // completes when it reaches the front
+            }
+            let built = match self
+                .qps
+                .get_mut(&qpn)
+                .and_then(|s| s.outstanding[i].prebuilt.take())
+            {
+                Some(mut m) => {
+                    let slot = self.qps.get(&qpn).expect("present");
+                    Self::request_header(&slot.outstanding[i]).emit(&mut m[..HEADER_LEN]);
+                    Some(m)
+                }
+                None => {
+                    let slot = self.qps.get(&qpn).expect("present");
+                    self.build_request(slot.pd, &slot.outstanding[i])
+                }
+            };
+            let slot = self.qps.get(&qpn).expect("present");
+            let Some(msg) = built else {
+                // The region was deregistered since posting.
+                let slot = self.qps.get_mut(&qpn).expect("present");
+                slot.outstanding[i].local_error = Some(WcStatus::LocProtErr);
+                continue;
+            };
+            let conn = slot.conn.expect("an RTS QP is connected");
+            let slot = self.qps.get_mut(&qpn).expect("present");
+            let msg_id = slot.next_msg;
+            slot.next_msg += 1;
+            if self.endpoint.post(conn, now, msg_id, msg).is_err() {
+                self.fail_qp(qpn, Some(WcStatus::RetryExcErr));
+                return;
+            }
+            let slot = self.qps.get_mut(&qpn).expect("present");
+            slot.outstanding[i].sent = true;
+            slot.stats.requests_sent += 1;
+        }
+    }
+
+    /// An `Ack` or `ReadResp` arrived. A successful ACK acknowledges every request
+    /// up to its id (the responder coalesces them); any other answer is for the
+    /// oldest outstanding request.
+    pub(crate) fn on_response(&mut self, now: Instant, qpn: u32, h: &Header, payload: &[u8]) {
+        let Some(slot) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        let front = slot.outstanding.front();
+        let cumulative = h.op == MsgOp::Ack && h.status == AckStatus::Ok;
+        let matches = slot.state == QpState::Rts
+            && front.is_some_and(|r| {
+                r.sent
+                    && if cumulative {
+                        r.req_id <= h.req_id && h.req_id < slot.next_req
+                    } else {
+                        r.req_id == h.req_id
+                    }
+            })
+            && (h.op == MsgOp::Ack || slot.outstanding[0].wr.opcode == Opcode::RdmaRead);
+        if !matches {
+            slot.stats.bad_messages += 1;
+            return;
+        }
+        match h.status {
+            AckStatus::Ok => {
+                while let Some(r) = self.qps.get(&qpn).and_then(|s| s.outstanding.front()) {
+                    if r.req_id > h.req_id || !r.sent {
+                        break;
+                    }
+                    if h.op == MsgOp::Ack && r.wr.opcode == Opcode::RdmaRead {
+                        // A READ is answered by its response, never by an ACK.
+                        if let Some(s) = self.qps.get_mut(&qpn) {
+                            s.stats.bad_messages += 1;
+                        }
+                        break;
+                    }
+                    if !self.complete_front(qpn, h, payload) || h.op == MsgOp::ReadResp {
+                        break;
+                    }
+                }
+                self.pump(now, qpn);
+            }
+            AckStatus::Rnr => {
+                let r = &mut slot.outstanding[0];
+                r.rnr_count = r.rnr_count.saturating_add(1);
+                let limit = slot.attr.rnr_retry;
+                if limit != RNR_RETRY_FOREVER && r.rnr_count > limit {
+                    self.fail_qp(qpn, Some(WcStatus::RnrRetryExcErr));
+                    return;
+                }
+                // Go back: the responder drops everything after the refused request.
+                for r in &mut slot.outstanding {
+                    if r.sent {
+                        r.sent = false;
+                        slot.stats.rnr_resends += 1;
+                    }
+                }
+                slot.rnr_until = Some(now + slot.attr.rnr_timer);
+            }
+            AckStatus::RemAccess => self.fail_qp(qpn, Some(WcStatus::RemAccessErr)),
+            AckStatus::RemInvReq => self.fail_qp(qpn, Some(WcStatus::RemInvReq)),
+            AckStatus::RemOp => self.fail_qp(qpn, Some(WcStatus::RemOpErr)),
+        }
+    }
+
+    /// Completes the oldest request; false when the answer was unusable.
+    fn complete_front(&mut self, qpn: u32, h: &Header, payload: &[u8]) -> bool {
+        let slot = self.qps.get(&qpn).expect("caller checked");
+        let r = &slot.outstanding[0];
+        if r.wr.opcode == Opcode::RdmaRead {
+            if h.op != MsgOp::ReadResp || payload.len() as u64 != r.len {
+                let slot = self.qps.get_mut(&qpn).expect("present");
+                slot.stats.bad_messages += 1;
+                return false;
+            }
+            let mut at = 0;
+            for sge in &r.wr.sg_list {
+                let Some((mr, off)) = self.local(slot.pd, sge, AccessFlags::LOCAL_WRITE) else {
+                    self.fail_qp(qpn, Some(WcStatus::LocProtErr));
+                    return false;
+                };
+                let n = sge.len as usize;
+                mr.lock()[off..off + n].copy_from_slice(&payload[at..at + n]);
+                at += n;
+            }
+        }
+        let slot = self.qps.get_mut(&qpn).expect("present");
+        let r = slot.outstanding.pop_front().expect("caller checked");
+        if r.wr.signaled {
+            let mut wc = slot.completion(r.wr.wr_id, WcStatus::Success, wc_opcode(r.wr.opcode));
+            wc.byte_len = r.len;
+            slot.send_cq.push(wc);
+        }
+        true
+    }
+}
+
+/// One resolved gather entry: region, offset in it, length.
+pub(crate) type Gathered = (Arc<MrShared>, usize, usize);
+
+/// A request's engine message with room for its header (written when it is sent)
+/// and its gather list's bytes copied in: done by the posting thread without the
+/// context's lock, which the progress thread needs meanwhile (gathering a 64 KiB
+/// WRITE under it held the datapath for several microseconds per message).
+pub(crate) fn gather(parts: &[Gathered]) -> Vec<u8> {
+    let len: usize = parts.iter().map(|p| p.2).sum();
+    let mut msg = Vec::with_capacity(HEADER_LEN + len);
+    msg.resize(HEADER_LEN, 0);
+    for (mr, off, n) in parts {
+        msg.extend_from_slice(&mr.lock()[*off..*off + *n]);
+    }
+    msg
+}

@@ -1,0 +1,412 @@
+//! Queue pairs and the endpoint descriptor peers exchange to connect them.
+
+use crate::context::{Backend, Context};
+use crate::cq::CompletionQueue;
+use crate::header::HEADER_LEN;
+use crate::host::MAX_MESSAGE_BYTES;
+use crate::mr::ProtectionDomain;
+use crate::types::{QpInitAttr, QpState, QpStats, RecvWr, SendWr};
+use crate::VerbsError;
+use rondo_ud::FlowConfig;
+use std::sync::Arc;
+
+/// Where a QP can be reached.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PeerAddr {
+    /// A host of an in-process fabric.
+    Mem {
+        /// Which fabric (QPs of different fabrics cannot connect).
+        fabric: u64,
+        /// The context's host index on it.
+        host: u32,
+    },
+    /// UDP sockets, one per path.
+    Udp {
+        /// Address of each path's socket.
+        paths: Vec<std::net::SocketAddr>,
+    },
+}
+
+/// Everything a peer needs to connect to a QP (`qpn`, addresses per path, the
+/// connection token, paths and MTU), exchanged out of band like perftest's
+/// descriptor. [`QpEndpoint::to_bytes`] / [`QpEndpoint::from_bytes`] give a stable
+/// binary form.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QpEndpoint {
+    /// QP number (the engine flow id datagrams for it carry).
+    pub qpn: u32,
+    /// This side's half of the connection token.
+    pub token: u64,
+    /// Paths the QP sprays over.
+    pub paths: u16,
+    /// Datagram size.
+    pub mtu: u32,
+    /// Where it is.
+    pub addr: PeerAddr,
+}
+
+const MAGIC: &[u8; 4] = b"RQPE";
+
+impl QpEndpoint {
+    /// Binary form: `RQPE`, version 1, then the fields big-endian.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(64);
+        b.extend_from_slice(MAGIC);
+        b.push(1);
+        b.extend_from_slice(&self.qpn.to_be_bytes());
+        b.extend_from_slice(&self.token.to_be_bytes());
+        b.extend_from_slice(&self.paths.to_be_bytes());
+        b.extend_from_slice(&self.mtu.to_be_bytes());
+        match &self.addr {
+            PeerAddr::Mem { fabric, host } => {
+                b.push(0);
+                b.extend_from_slice(&fabric.to_be_bytes());
+                b.extend_from_slice(&host.to_be_bytes());
+            }
+            PeerAddr::Udp { paths } => {
+                b.push(1);
+                b.extend_from_slice(&(paths.len() as u16).to_be_bytes());
+                for a in paths {
+                    match a.ip() {
+                        std::net::IpAddr::V4(ip) => {
+                            b.push(4);
+                            b.extend_from_slice(&ip.octets());
+                        }
+                        std::net::IpAddr::V6(ip) => {
+                            b.push(6);
+                            b.extend_from_slice(&ip.octets());
+                        }
+                    }
+                    b.extend_from_slice(&a.port().to_be_bytes());
+                }
+            }
+        }
+        b
+    }
+
+    /// Parses [`Self::to_bytes`]' form.
+    pub fn from_bytes(b: &[u8]) -> Result<QpEndpoint, VerbsError> {
+        let bad = |what: &str| {
+            VerbsError::BadEndpoint(format!("{what}; was it made by QpEndpoint::to_bytes?"))
+        };
+        let mut r = Reader { b, at: 0 };
+        if r.take(4).ok_or_else(|| bad("truncated"))? != MAGIC {
+            return Err(bad("bad magic"));
+        }
+        if r.u8().ok_or_else(|| bad("truncated"))? != 1 {
+            return Err(bad("unknown version"));
+        }
+        let t = || bad("truncated");
+        let qpn = r.u32().ok_or_else(t)?;
+        let token = r.u64().ok_or_else(t)?;
+        let paths = r.u16().ok_or_else(t)?;
+        let mtu = r.u32().ok_or_else(t)?;
+        let addr = match r.u8().ok_or_else(t)? {
+            0 => PeerAddr::Mem {
+                fabric: r.u64().ok_or_else(t)?,
+                host: r.u32().ok_or_else(t)?,
+            },
+            1 => {
+                let n = r.u16().ok_or_else(t)?;
+                let mut v = Vec::with_capacity(usize::from(n).min(1024));
+                for _ in 0..n {
+                    let ip: std::net::IpAddr = match r.u8().ok_or_else(t)? {
+                        4 => {
+                            let o: [u8; 4] = r.take(4).ok_or_else(t)?.try_into().expect("4");
+                            o.into()
+                        }
+                        6 => {
+                            let o: [u8; 16] = r.take(16).ok_or_else(t)?.try_into().expect("16");
+                            o.into()
+                        }
+                        _ => return Err(bad("bad address family")),
+                    };
+                    v.push(std::net::SocketAddr::new(ip, r.u16().ok_or_else(t)?));
+                }
+                PeerAddr::Udp { paths: v }
+            }
+            _ => return Err(bad("unknown address kind")),
+        };
+        if r.at != b.len() {
+            return Err(bad("trailing bytes"));
+        }
+        Ok(QpEndpoint {
+            qpn,
+            token,
+            paths,
+            mtu,
+            addr,
+        })
+    }
+}
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let s = self.b.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(s)
+    }
+    fn u8(&mut self) -> Option<u8> {
+        self.take(1).map(|s| s[0])
+    }
+    fn u16(&mut self) -> Option<u16> {
+        self.take(2).map(|s| u16::from_be_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Option<u32> {
+        self.take(4)
+            .map(|s| u32::from_be_bytes(s.try_into().expect("4")))
+    }
+    fn u64(&mut self) -> Option<u64> {
+        self.take(8)
+            .map(|s| u64::from_be_bytes(s.try_into().expect("8")))
+    }
+}
+
+struct QpInner {
+    qpn: u32,
+    token: u64,
+    ctx: Context,
+    _pd: ProtectionDomain,
+    _send_cq: CompletionQueue,
+    _recv_cq: CompletionQueue,
+    attr: QpInitAttr,
+}
+
+impl Drop for QpInner {
+    fn drop(&mut self) {
+        self.ctx.with_host(|h, _| h.destroy_qp(self.qpn));
+    }
+}
+
+/// A reliable, connected queue pair (`ibv_qp`, RC semantics) over Rondo. It keeps
+/// its PD and CQs alive; it is destroyed when the last clone drops (outstanding
+/// requests are discarded without completions, as `ibv_destroy_qp` does).
+#[derive(Clone)]
+pub struct QueuePair {
+    inner: Arc<QpInner>,
+}
+
+impl core::fmt::Debug for QueuePair {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qpn", &format_args!("{:#x}", self.inner.qpn))
+            .field("state", &self.state())
+            .finish()
+    }
+}
+
+fn attr_err(name: &'static str, reason: String) -> VerbsError {
+    VerbsError::InvalidAttr { name, reason }
+}
+
+impl QueuePair {
+    pub(crate) fn create(
+        ctx: &Context,
+        pd: &ProtectionDomain,
+        send_cq: &CompletionQueue,
+        recv_cq: &CompletionQueue,
+        attr: QpInitAttr,
+    ) -> Result<QueuePair, VerbsError> {
+        if !pd.context().same(ctx) || !send_cq.context().same(ctx) || !recv_cq.context().same(ctx) {
+            return Err(VerbsError::InvalidWr(
+                "the PD and both CQs must come from the context creating the QP",
+            ));
+        }
+        if attr.max_send_wr == 0 || attr.max_recv_wr == 0 || attr.max_sge == 0 {
+            return Err(attr_err(
+                "max_send_wr/max_recv_wr/max_sge",
+                "each must be at least 1".into(),
+            ));
+        }
+        if attr.paths == 0 || attr.paths > ctx.max_paths() {
+            return Err(attr_err(
+                "paths",
+                format!(
+                    "{}; this device offers 1 to {}",
+                    attr.paths,
+                    ctx.max_paths()
+                ),
+            ));
+        }
+        if attr.mtu > ctx.attr().max_mtu {
+            return Err(attr_err(
+                "mtu",
+                format!(
+                    "{} exceeds the context's max_mtu {}; open the context with a larger one",
+                    attr.mtu,
+                    ctx.attr().max_mtu
+                ),
+            ));
+        }
+        let cfg = Self::flow_config(&attr, 0, 0, 0);
+        cfg.validate()
+            .map_err(|e| attr_err("flow", e.to_string()))?;
+        let (qpn, token) = ctx.with_host(|h, _| {
+            let qpn = h.create_qp(
+                pd.id(),
+                send_cq.shared().clone(),
+                recv_cq.shared().clone(),
+                attr.clone(),
+            );
+            (qpn, h.keys.next_u64())
+        });
+        Ok(QueuePair {
+            inner: Arc::new(QpInner {
+                qpn,
+                token,
+                ctx: ctx.clone(),
+                _pd: pd.clone(),
+                _send_cq: send_cq.clone(),
+                _recv_cq: recv_cq.clone(),
+                attr,
+            }),
+        })
+    }
+
+    fn flow_config(attr: &QpInitAttr, line_rate_bps: u64, seed: u64, token: u64) -> FlowConfig {
+        let mut cfg = attr.flow.clone();
+        cfg.token = Some(token);
+        cfg.paths = attr.paths;
+        cfg.mtu = attr.mtu;
+        if line_rate_bps > 0 {
+            cfg.line_rate_bps = line_rate_bps;
+        }
+        cfg.seed = seed;
+        cfg.initial_psn = 0;
+        cfg.max_message_len = MAX_MESSAGE_BYTES + HEADER_LEN as u64;
+        cfg
+    }
+
+    /// Bytes of application data that fit in one packet (the MTU less the engine
+    /// header, token extension and verbs header): "MTU payload" of a message.
+    pub fn packet_payload(&self) -> usize {
+        self.inner.attr.mtu
+            - rondo_ud::wire::DATA_HEADER_LEN
+            - rondo_ud::wire::token_overhead(Some(0))
+            - HEADER_LEN
+    }
+
+    /// The QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.inner.qpn
+    }
+
+    /// The descriptor to hand the peer.
+    pub fn endpoint(&self) -> QpEndpoint {
+        let addr = match &self.inner.ctx.inner.backend {
+            Backend::Mem { fabric, index, .. } => PeerAddr::Mem {
+                fabric: fabric.id(),
+                host: *index as u32,
+            },
+            #[cfg(target_os = "linux")]
+            Backend::Udp(u) => PeerAddr::Udp {
+                paths: u.addrs().to_vec(),
+            },
+        };
+        QpEndpoint {
+            qpn: self.inner.qpn,
+            token: self.inner.token,
+            paths: self.inner.attr.paths,
+            mtu: self.inner.attr.mtu as u32,
+            addr,
+        }
+    }
+
+    /// Connects to the peer QP described by `remote` (INIT to RTS).
+    pub fn connect(&self, remote: &QpEndpoint) -> Result<(), VerbsError> {
+        let a = &self.inner.attr;
+        if remote.paths != a.paths || remote.mtu as usize != a.mtu {
+            return Err(VerbsError::BadEndpoint(format!(
+                "peer uses {} paths and MTU {}, this QP {} and {}; create both with the same",
+                remote.paths, remote.mtu, a.paths, a.mtu
+            )));
+        }
+        match (&self.inner.ctx.inner.backend, &remote.addr) {
+            (
+                Backend::Mem { fabric, host, .. },
+                PeerAddr::Mem {
+                    fabric: f,
+                    host: peer,
+                },
+            ) if fabric.id() == *f => {
+                let mut fab = fabric.lock();
+                let now = fab.net.now();
+                let fh = fab.net.host_mut(*host);
+                let seed = fh.host.keys.next_u64();
+                let token = self.inner.token ^ remote.token;
+                let cfg = Self::flow_config(a, fh.host.line_rate_bps, seed, token);
+                fh.host.connect(now, self.inner.qpn, remote.qpn, &cfg)?;
+                fh.peer_of_flow.insert(self.inner.qpn, *peer as usize);
+                Ok(())
+            }
+            #[cfg(target_os = "linux")]
+            (Backend::Udp(u), PeerAddr::Udp { paths }) => {
+                let mut s = u.lock();
+                if paths.len() != u.addrs().len() {
+                    return Err(VerbsError::BadEndpoint(format!(
+                        "peer has {} path sockets, this context {}; open both with the same UdpConfig::paths",
+                        paths.len(),
+                        u.addrs().len()
+                    )));
+                }
+                let now = s.clock.now();
+                let h = &mut s.host.host;
+                let seed = h.keys.next_u64();
+                let token = self.inner.token ^ remote.token;
+                let cfg = Self::flow_config(a, h.line_rate_bps, seed, token);
+                h.connect(now, self.inner.qpn, remote.qpn, &cfg)?;
+                s.dp.add_peer(self.inner.qpn, paths.clone())
+                    .map_err(|e| VerbsError::BadEndpoint(e.to_string()))?;
+                Ok(())
+            }
+            _ => Err(VerbsError::BadEndpoint(
+                "the peer is on another device or fabric; connect QPs of the same backend".into(),
+            )),
+        }
+    }
+
+    /// Posts a send work request (`ibv_post_send`). Its bytes are copied from the
+    /// regions when it is handed to the engine (now, or again after an RNR NAK):
+    /// leave them unchanged until the completion.
+    pub fn post_send(&self, wr: &SendWr) -> Result<(), VerbsError> {
+        let qpn = self.inner.qpn;
+        // The bytes are copied between two short holds of the context's lock, not
+        // under it: the progress thread runs the datapath under that lock.
+        let prebuilt = self
+            .inner
+            .ctx
+            .with_host_ref(|h| h.resolve_gather(qpn, wr))
+            .map(|parts| crate::host::gather(&parts));
+        self.inner
+            .ctx
+            .with_host(|h, now| h.post_send(now, qpn, wr, prebuilt))
+    }
+
+    /// Posts a receive work request (`ibv_post_recv`).
+    pub fn post_recv(&self, wr: &RecvWr) -> Result<(), VerbsError> {
+        self.inner
+            .ctx
+            .with_host(|h, _| h.post_recv(self.inner.qpn, wr))
+    }
+
+    /// Transport and verbs counters.
+    pub fn stats(&self) -> QpStats {
+        self.inner.ctx.with_host_ref(|h| h.qp_stats(self.inner.qpn))
+    }
+
+    /// The QP's state.
+    pub fn state(&self) -> QpState {
+        self.inner.ctx.with_host_ref(|h| h.qp_state(self.inner.qpn))
+    }
+
+    /// The context.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+}

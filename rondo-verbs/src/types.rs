@@ -1,0 +1,388 @@
+//! Work requests, work completions, attributes and counters, in ibverbs' vocabulary.
+
+use crate::mr::MemoryRegion;
+use rondo_ud::{Duration, FlowConfig};
+
+/// Access rights of a memory region (`IBV_ACCESS_*`). Local read is always allowed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AccessFlags(u32);
+
+impl AccessFlags {
+    /// No remote access, no local writes by the transport.
+    pub const NONE: AccessFlags = AccessFlags(0);
+    /// The transport may write into the region (receives, READ responses).
+    pub const LOCAL_WRITE: AccessFlags = AccessFlags(1);
+    /// Peers may RDMA WRITE into the region.
+    pub const REMOTE_WRITE: AccessFlags = AccessFlags(2);
+    /// Peers may RDMA READ from the region.
+    pub const REMOTE_READ: AccessFlags = AccessFlags(4);
+    /// Every flag.
+    pub const ALL: AccessFlags = AccessFlags(7);
+
+    /// True when every flag of `other` is set in `self`.
+    pub const fn contains(self, other: AccessFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+    /// The raw bits.
+    pub const fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+impl core::ops::BitOr for AccessFlags {
+    type Output = AccessFlags;
+    fn bitor(self, rhs: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | rhs.0)
+    }
+}
+
+/// One scatter/gather entry (`ibv_sge`): `len` bytes at virtual address `addr` of
+/// the region named by `lkey`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sge {
+    /// Virtual address (from [`MemoryRegion::addr`] plus an offset).
+    pub addr: u64,
+    /// Bytes.
+    pub len: u32,
+    /// Local key of the region.
+    pub lkey: u32,
+}
+
+impl Sge {
+    /// `len` bytes at `offset` in `mr`.
+    pub fn new(mr: &MemoryRegion, offset: usize, len: u32) -> Sge {
+        Sge {
+            addr: mr.addr().wrapping_add(offset as u64),
+            len,
+            lkey: mr.lkey(),
+        }
+    }
+}
+
+/// Where an RDMA operation acts at the peer (`wr.rdma`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RemoteAddr {
+    /// Remote virtual address.
+    pub addr: u64,
+    /// Remote key of the peer's region.
+    pub rkey: u32,
+}
+
+/// Operation of a send work request (`IBV_WR_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Opcode {
+    /// Two-sided send: consumes a receive at the peer.
+    Send,
+    /// Send with 32-bit immediate data.
+    SendWithImm,
+    /// One-sided write into the peer's region.
+    RdmaWrite,
+    /// Write that also consumes a receive at the peer and delivers the immediate.
+    RdmaWriteWithImm,
+    /// One-sided read from the peer's region into the local scatter list.
+    RdmaRead,
+}
+
+/// A send work request (`ibv_send_wr`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SendWr {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// The operation.
+    pub opcode: Opcode,
+    /// Local buffers: gathered for SEND/WRITE, scattered into for READ.
+    pub sg_list: Vec<Sge>,
+    /// Remote address and key; required for RDMA operations, refused otherwise.
+    pub remote: Option<RemoteAddr>,
+    /// Immediate data; required for the `*WithImm` opcodes, refused otherwise.
+    pub imm: Option<u32>,
+    /// Whether a successful completion is reported (errors always are).
+    pub signaled: bool,
+}
+
+impl SendWr {
+    /// A signaled SEND of `sg_list`.
+    pub fn send(wr_id: u64, sg_list: Vec<Sge>) -> SendWr {
+        SendWr {
+            wr_id,
+            opcode: Opcode::Send,
+            sg_list,
+            remote: None,
+            imm: None,
+            signaled: true,
+        }
+    }
+    /// A signaled RDMA WRITE of `sg_list` to `remote`.
+    pub fn write(wr_id: u64, sg_list: Vec<Sge>, remote: RemoteAddr) -> SendWr {
+        SendWr {
+            opcode: Opcode::RdmaWrite,
+            remote: Some(remote),
+            ..SendWr::send(wr_id, sg_list)
+        }
+    }
+    /// A signaled RDMA READ from `remote` into `sg_list`.
+    pub fn read(wr_id: u64, sg_list: Vec<Sge>, remote: RemoteAddr) -> SendWr {
+        SendWr {
+            opcode: Opcode::RdmaRead,
+            remote: Some(remote),
+            ..SendWr::send(wr_id, sg_list)
+        }
+    }
+    /// The same request with immediate data `imm` (SEND becomes SEND_WITH_IMM,
+    /// WRITE becomes WRITE_WITH_IMM).
+    pub fn with_imm(mut self, imm: u32) -> SendWr {
+        self.opcode = match self.opcode {
+            Opcode::Send => Opcode::SendWithImm,
+            Opcode::RdmaWrite => Opcode::RdmaWriteWithImm,
+            other => other,
+        };
+        self.imm = Some(imm);
+        self
+    }
+    /// The same request, unsignaled.
+    pub fn unsignaled(mut self) -> SendWr {
+        self.signaled = false;
+        self
+    }
+    /// Bytes in the scatter/gather list.
+    pub fn total_len(&self) -> u64 {
+        self.sg_list.iter().map(|s| u64::from(s.len)).sum()
+    }
+}
+
+/// A receive work request (`ibv_recv_wr`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecvWr {
+    /// Returned in the completion.
+    pub wr_id: u64,
+    /// Where an incoming SEND's bytes are scattered, in order.
+    pub sg_list: Vec<Sge>,
+}
+
+/// Status of a work completion (`IBV_WC_*`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcStatus {
+    /// Success.
+    Success,
+    /// Local length error: the message is larger than the receive buffers, or
+    /// larger than the largest message.
+    LocLenErr,
+    /// Local protection error: bad lkey, access outside the region, or a region
+    /// without `LOCAL_WRITE` as a destination.
+    LocProtErr,
+    /// The peer refused a WRITE or READ: outside its region, bad rkey, or no access flag.
+    RemAccessErr,
+    /// The peer found the request invalid (e.g. larger than its receive buffers).
+    RemInvReq,
+    /// The peer failed to carry out a valid request (its receive buffer had a bad lkey).
+    RemOpErr,
+    /// The peer had no receive posted, `rnr_retry` times in a row.
+    RnrRetryExcErr,
+    /// The transport gave up: no progress after `retry_limit` timeouts (peer gone).
+    RetryExcErr,
+    /// The QP went to the error state before this request completed.
+    WrFlushErr,
+}
+
+/// What completed (`IBV_WC_*` opcodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WcOpcode {
+    /// A SEND or SEND_WITH_IMM.
+    Send,
+    /// An RDMA WRITE (with or without immediate).
+    RdmaWrite,
+    /// An RDMA READ.
+    RdmaRead,
+    /// A receive consumed by a SEND.
+    Recv,
+    /// A receive consumed by a WRITE_WITH_IMM.
+    RecvRdmaWithImm,
+}
+
+/// A work completion (`ibv_wc`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkCompletion {
+    /// The work request's id.
+    pub wr_id: u64,
+    /// Outcome.
+    pub status: WcStatus,
+    /// What completed.
+    pub opcode: WcOpcode,
+    /// Bytes transferred (receives: bytes placed; READ: bytes read).
+    pub byte_len: u64,
+    /// Immediate data of a SEND_WITH_IMM / WRITE_WITH_IMM.
+    pub imm: Option<u32>,
+    /// The local QP number.
+    pub qp_num: u32,
+}
+
+impl Default for WorkCompletion {
+    fn default() -> Self {
+        WorkCompletion {
+            wr_id: 0,
+            status: WcStatus::Success,
+            opcode: WcOpcode::Send,
+            byte_len: 0,
+            imm: None,
+            qp_num: 0,
+        }
+    }
+}
+
+/// State of a queue pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QpState {
+    /// Created, not connected: receives may be posted, sends may not.
+    Init,
+    /// Connected: ready to send and receive.
+    Rts,
+    /// Failed: every outstanding request was flushed; new ones complete flushed.
+    Error,
+}
+
+/// Context attributes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextAttr {
+    /// Bytes of the NIC-level reorder buffer shared by every QP of the context.
+    pub reorder_buffer_bytes: usize,
+    /// Largest MTU of the context's QPs (the reorder buffer's slot size follows it).
+    pub max_mtu: usize,
+    /// Seed of the `mem` backend's keys and QP numbers (real backends use OS randomness).
+    pub seed: u64,
+}
+
+impl Default for ContextAttr {
+    fn default() -> Self {
+        ContextAttr {
+            reorder_buffer_bytes: 4 << 20,
+            max_mtu: 9000,
+            seed: 1,
+        }
+    }
+}
+
+/// Queue pair attributes (`ibv_qp_init_attr` plus the transport's own).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QpInitAttr {
+    /// Send queue depth: outstanding send work requests (signaled or not).
+    pub max_send_wr: usize,
+    /// Receive queue depth.
+    pub max_recv_wr: usize,
+    /// Largest scatter/gather list.
+    pub max_sge: usize,
+    /// Logical paths the QP sprays over (the peer must use the same count).
+    pub paths: u16,
+    /// Largest datagram (engine header included); the peer must use the same.
+    pub mtu: usize,
+    /// Receiver-not-ready retries before `RnrRetryExcErr`; 7 means "forever" as in ibverbs.
+    pub rnr_retry: u8,
+    /// Wait before a request refused for lack of a receive is sent again.
+    pub rnr_timer: Duration,
+    /// Engine parameters; `paths`, `mtu`, `seed`, `line_rate_bps`, `initial_psn` and the
+    /// token are set by the QP.
+    pub flow: FlowConfig,
+}
+
+impl QpInitAttr {
+    /// Attributes for QPs on the `udp` backend: `paths` paths, 9000-byte MTU, and
+    /// the engine settings for host stacks ([`crate::udp_flow_config`]: no pacing
+    /// or probing, a 250 us base RTT, a 25 ms RTO floor, 8 retries).
+    #[cfg(target_os = "linux")]
+    pub fn udp(paths: u16) -> QpInitAttr {
+        QpInitAttr {
+            paths,
+            mtu: 9000,
+            flow: crate::udp_flow_config(paths),
+            ..QpInitAttr::default()
+        }
+    }
+}
+
+impl Default for QpInitAttr {
+    fn default() -> Self {
+        QpInitAttr {
+            max_send_wr: 128,
+            max_recv_wr: 128,
+            max_sge: 8,
+            paths: 4,
+            mtu: 4096,
+            rnr_retry: 7,
+            rnr_timer: Duration::from_us(10),
+            flow: FlowConfig::default(),
+        }
+    }
+}
+
+/// Counters of one queue pair, transport and verbs layer together.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct QpStats {
+    /// Data packets retransmitted by the engine.
+    pub retx_packets: u64,
+    /// Data packets sent, retransmissions included.
+    pub data_packets_sent: u64,
+    /// Largest OOD seen by this QP's receiver (packets).
+    pub ood_max: u64,
+    /// 99th percentile of the receiver's OOD.
+    pub ood_p99: u64,
+    /// Data packets received (duplicates included).
+    pub data_packets_received: u64,
+    /// Payload bytes delivered in order by the engine (verbs headers included).
+    pub bytes_delivered: u64,
+    /// Data packets the receiver dropped: PSN too far outside the window.
+    pub dropped_out_of_window: u64,
+    /// Data packets the receiver dropped: reorder buffer full.
+    pub dropped_buffer_full: u64,
+    /// Data packets whose message fields contradicted the stream.
+    pub dropped_inconsistent: u64,
+    /// Data packets placed straight from the datagram, in PSN order.
+    pub placed_in_order: u64,
+    /// Of those, packets the datapath had already received at their final place.
+    pub placed_in_place: u64,
+    /// Data packets that arrived out of order and were placed from the reorder
+    /// buffer ("repaired").
+    pub placed_repaired: u64,
+    /// Requests sent (verbs messages, RNR resends included).
+    pub requests_sent: u64,
+    /// ACK messages sent (one acknowledges every request up to its id).
+    pub acks_sent: u64,
+    /// Requests refused because no receive was posted (RNR NAKs sent).
+    pub rnr_naks_sent: u64,
+    /// Requests sent again after an RNR NAK.
+    pub rnr_resends: u64,
+    /// Incoming requests refused for access or validity (never applied).
+    pub requests_refused: u64,
+    /// Incoming verbs messages that did not parse or matched nothing (dropped).
+    pub bad_messages: u64,
+}
+
+/// Counters of a context's datagram input: what was dropped before any QP saw it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ContextStats {
+    /// Datagrams handed to the engine.
+    pub datagrams: u64,
+    /// Datagrams that did not parse (truncated, bad version, unknown type).
+    pub malformed: u64,
+    /// Datagrams for no QP of this context (wrong QP number).
+    pub unknown_qp: u64,
+    /// Datagrams whose connection token was missing or wrong.
+    pub bad_token: u64,
+    /// Incoming messages for a QP that was destroyed.
+    pub for_destroyed_qp: u64,
+    /// `udp` fault injection: datagrams dropped on arrival.
+    pub fault_dropped: u64,
+    /// `udp` fault injection: datagrams held back and delivered after a later one.
+    pub fault_reordered: u64,
+}
+
+/// One device a [`crate::Context`] can open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// `mem`, `udp`, later `verbs:<name>`.
+    pub name: String,
+    /// What it is.
+    pub description: &'static str,
+}

@@ -1,0 +1,371 @@
+//! The `udp` backend: the context's verbs host over `rondo_ud::udp`'s datapath (one
+//! socket per path), driven by a progress thread per context, with optional fault
+//! injection (loss, reordering) on the receive side.
+//!
+//! Progress: by default a thread runs the datapath, so that one-sided WRITE and READ
+//! are served without the responder polling (as a NIC does). While traffic flows it
+//! runs datapath rounds back to back; after [`IDLE_ROUNDS`] rounds that moved
+//! nothing it sleeps in `ppoll` until a path socket is readable, a post wakes it
+//! (an eventfd, written only while it sleeps) or the engine's next timer is due,
+//! so an idle or window-limited context costs no CPU. `poll_cq` on an empty queue
+//! only yields the core; it never runs a second datapath round beside the thread.
+//! With [`UdpAttr::progress_thread`] off, progress is explicit: each `poll_cq` runs
+//! one datapath round. `docs/verbs.md` has the measurements behind these choices.
+
+use crate::host::{Keys, VerbsHost};
+use crate::types::ContextStats;
+use crate::VerbsError;
+use rondo_ud::mem::rng::Rng;
+use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath, Waiter, Waker};
+use rondo_ud::{Endpoint, Host, Instant, PayloadRef, Transmit};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+/// How long a reordered datagram is held at most before it is delivered anyway.
+const HOLD: rondo_ud::Duration = rondo_ud::Duration::from_us(50);
+/// Rounds that moved nothing before the progress thread sleeps: a few, to catch
+/// the answer to what it just sent without a wake-up, not more (on a busy host a
+/// spinning thread takes the core from the peer and the application).
+pub const IDLE_ROUNDS: u32 = 4;
+/// Engine timers closer than this are waited for by running rounds, not by sleeping
+/// (the kernel's timer slack makes short sleeps long).
+const SHORT_WAIT: std::time::Duration = std::time::Duration::from_micros(20);
+/// Longest sleep of the progress thread (it checks for shutdown in between).
+const MAX_SLEEP: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Base RTT given to the engine per path on the `udp` backend (see [`udp_flow_config`]).
+pub const HOST_BASE_RTT: rondo_ud::Duration = rondo_ud::Duration::from_us(500);
+/// Smallest retransmission timeout on the `udp` backend (see [`udp_flow_config`]).
+pub const HOST_RTO_MIN: rondo_ud::Duration = rondo_ud::Duration::from_ms(25);
+
+/// Early-recovery threshold on the `udp` backend: four paths' worth of the
+/// datapath's default batch of 64 (see [`udp_flow_config`]).
+pub const HOST_REORDER_PACKETS: u32 = 256;
+
+/// Engine settings for QPs on the `udp` backend ([`crate::QpInitAttr::udp`] uses
+/// them): `rondo_ud::udp::flow_config` (no pacing, no capacity probing: the window
+/// clocks the flow, and a host has no low-priority queue to drop probes first)
+/// with what the paper's timescales mean on a host stack:
+///
+/// - base RTT [`HOST_BASE_RTT`] (500 us) per path: a packet waits for its batch on
+///   the way out and for the peer's next datapath round on the way in, and so does
+///   its ACK; at 10-20 Gb/s a round of 16-64 datagrams per path takes tens to a
+///   hundred microseconds, and a window must cover about two rounds of batches to
+///   keep the pipeline full. This is the host's "serialisation" that DESIGN.md
+///   says the base RTT must include. With the measured minimum (5-7 us on
+///   loopback) the target queueing delay (0.04 T = 0.2 us) is below the host's
+///   timing noise, ARCC cuts every path to one packet and goodput falls to
+///   1-3 Gb/s; 250 us gave 4.4-4.9 Gb/s in `rondo perf` where 500 us gave 7.1.
+/// - RTO floor [`HOST_RTO_MIN`] (25 ms): on a loaded host a thread waits for a
+///   core for several scheduler time slices; a 2 ms floor fired 15-90 spurious RTOs
+///   in 3 s on a busy 2-core machine, each resending the whole window and
+///   restarting every path from one packet. Losses inside a flow are still
+///   repaired within an RTT by early recovery; the RTO only covers tail losses.
+/// - early recovery after [`HOST_REORDER_PACKETS`] (256) later PSNs instead of 4:
+///   a datapath round hands over one path's batch at a time, so on a lossless host
+///   a packet is routinely overtaken by a batch of every other path. With 4, 0.2-1%
+///   of the packets of the bare engine and 2.5% of `rondo perf`'s were declared
+///   lost and resent although loopback lost none (every resend arrived as a
+///   duplicate), and the duplicates added reordering; with 64 the bare engine
+///   resent almost nothing but `rondo perf` still 1-2%; with 256, 0-0.1%.
+///   A real loss is repaired 256 packets later (under 1 ms at 300 kpps); a loss
+///   among a message's last 256 packets waits for the RTO.
+/// - 8 retries: with the doubling backoff, a peer that disappears is reported
+///   (`RetryExcErr`) after about 13 s.
+///
+/// `docs/verbs.md` and `docs/perf.md` have the measurements.
+pub fn udp_flow_config(paths: u16) -> rondo_ud::FlowConfig {
+    rondo_ud::FlowConfig {
+        base_rtt: Some(vec![HOST_BASE_RTT; usize::from(paths)]),
+        rto_min: HOST_RTO_MIN,
+        early_recovery_threshold: HOST_REORDER_PACKETS,
+        retry_limit: 8,
+        ..rondo_ud::udp::flow_config(paths)
+    }
+}
+
+/// Attributes of a UDP context.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UdpAttr {
+    /// Socket configuration: local address, base port (0: ephemeral), paths, DSCP,
+    /// batching, GSO/GRO.
+    pub udp: UdpConfig,
+    /// Host line rate given to the engine (probes fill up to it), bits per second.
+    pub line_rate_bps: u64,
+    /// Fault injection: probability that an arriving datagram is dropped.
+    pub loss: f64,
+    /// Fault injection: probability that an arriving datagram is held back and
+    /// delivered after the next one (reordering).
+    pub reorder: f64,
+    /// Seed of the fault injection.
+    pub fault_seed: u64,
+    /// Run a progress thread (default). Without one, progress is explicit: each
+    /// `poll` of any of the context's CQs runs one datapath round, so the
+    /// application must keep polling, also on a side that only serves WRITE and
+    /// READ (one thread per process instead of two; see `docs/verbs.md`).
+    pub progress_thread: bool,
+}
+
+impl Default for UdpAttr {
+    /// Four paths on ephemeral ports of 127.0.0.1, no faults.
+    fn default() -> Self {
+        UdpAttr {
+            udp: UdpConfig {
+                local_ip: std::net::Ipv4Addr::LOCALHOST.into(),
+                base_port: 0,
+                paths: 4,
+                ..UdpConfig::default()
+            },
+            line_rate_bps: 10_000_000_000,
+            loss: 0.0,
+            reorder: 0.0,
+            fault_seed: 1,
+            progress_thread: true,
+        }
+    }
+}
+
+/// The verbs host with receive-side fault injection in front of it.
+pub(crate) struct UdpHost {
+    pub host: VerbsHost,
+    loss: f64,
+    reorder: f64,
+    rng: Rng,
+    held: Option<(Instant, u16, Vec<u8>, bool)>,
+    pub dropped: u64,
+    pub reordered: u64,
+}
+
+impl Host for UdpHost {
+    fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
+        if self.loss > 0.0 && self.rng.gen_f64() < self.loss {
+            self.dropped += 1;
+            return;
+        }
+        if self.held.is_none() && self.reorder > 0.0 && self.rng.gen_f64() < self.reorder {
+            self.reordered += 1;
+            self.held = Some((now, path, data.to_vec(), ecn_ce));
+            return;
+        }
+        self.host.handle_datagram(now, path, data, ecn_ce);
+        if let Some((_, p, d, ce)) = self.held.take() {
+            self.host.handle_datagram(now, p, &d, ce);
+        }
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        if self.held.as_ref().is_some_and(|h| h.0 + HOLD <= now) {
+            if let Some((_, p, d, ce)) = self.held.take() {
+                self.host.handle_datagram(now, p, &d, ce);
+            }
+        }
+        self.host.handle_timeout(now);
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        self.host.poll_transmit(now, buf)
+    }
+    fn poll_transmit_split(
+        &mut self,
+        now: Instant,
+        buf: &mut [u8],
+    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        self.host.poll_transmit_split(now, buf)
+    }
+    fn payload(&self, r: PayloadRef) -> &[u8] {
+        self.host.payload(r)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        let held = self.held.as_ref().map(|h| h.0 + HOLD);
+        match (self.host.poll_timeout(), held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+pub(crate) struct UdpState {
+    pub host: UdpHost,
+    pub dp: UdpDatapath,
+    pub clock: Clock,
+}
+
+impl UdpState {
+    /// One non-blocking round: timers, receive, send. Returns whether anything moved.
+    fn round(&mut self) -> bool {
+        match self
+            .dp
+            .poll(&mut self.host, &self.clock, std::time::Duration::ZERO)
+        {
+            Ok(o) => o.received + o.sent > 0,
+            Err(_) => false,
+        }
+    }
+}
+
+struct Shared {
+    state: Mutex<UdpState>,
+    stop: AtomicBool,
+    /// Wakes the progress thread from its sleep (posts, shutdown).
+    waker: Arc<Waker>,
+    /// Threads waiting for the state lock (the progress thread lets them in).
+    waiting: AtomicUsize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, UdpState> {
+        if let Ok(g) = self.state.try_lock() {
+            return g;
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        g
+    }
+}
+
+/// A UDP context's datapath, state and progress thread.
+pub(crate) struct UdpBackend {
+    shared: Arc<Shared>,
+    addrs: Vec<SocketAddr>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl UdpBackend {
+    pub(crate) fn open(endpoint: Endpoint, attr: &UdpAttr) -> Result<UdpBackend, VerbsError> {
+        for (name, p) in [("loss", attr.loss), ("reorder", attr.reorder)] {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(VerbsError::InvalidAttr {
+                    name,
+                    reason: format!("{p}; a probability is in [0, 1]"),
+                });
+            }
+        }
+        let dp = UdpDatapath::bind(attr.udp.clone())
+            .map_err(|e| VerbsError::Io(format!("binding the path sockets: {e}")))?;
+        let addrs = dp.local_addrs().to_vec();
+        let clock = Clock::new();
+        let host = UdpHost {
+            host: VerbsHost::new(endpoint, Keys::from_os()?, attr.line_rate_bps),
+            loss: attr.loss,
+            reorder: attr.reorder,
+            rng: Rng::new(attr.fault_seed),
+            held: None,
+            dropped: 0,
+            reordered: 0,
+        };
+        let waker =
+            Waker::new().map_err(|e| VerbsError::Io(format!("creating the eventfd: {e}")))?;
+        let waiter = dp.waiter(waker.clone());
+        let shared = Arc::new(Shared {
+            state: Mutex::new(UdpState { host, dp, clock }),
+            stop: AtomicBool::new(false),
+            waker,
+            waiting: AtomicUsize::new(0),
+        });
+        let thread = if attr.progress_thread {
+            let s = shared.clone();
+            let t = std::thread::Builder::new()
+                .name("rondo-verbs-udp".into())
+                .spawn(move || progress_loop(&s, waiter))
+                .map_err(|e| VerbsError::Io(format!("spawning the progress thread: {e}")))?;
+            Some(t)
+        } else {
+            None
+        };
+        Ok(UdpBackend {
+            shared,
+            addrs,
+            thread,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, UdpState> {
+        self.shared.lock()
+    }
+
+    /// Runs `f` on the host at the current time. What it queued is sent by the
+    /// progress thread (woken if asleep; the wake costs a system call only then) or
+    /// by the next `poll`: a datapath round per post cost a receive syscall per path
+    /// and halved the message rate.
+    pub(crate) fn with_host<R>(&self, f: impl FnOnce(&mut VerbsHost, Instant) -> R) -> R {
+        let r = {
+            let mut s = self.lock();
+            let now = s.clock.now();
+            f(&mut s.host.host, now)
+        };
+        self.shared.waker.wake();
+        r
+    }
+
+    /// What `poll` does on an empty queue: leave the core to the progress thread,
+    /// or, without one, run a datapath round.
+    pub(crate) fn idle_poll(&self) {
+        if self.thread.is_some() {
+            std::thread::yield_now();
+        } else {
+            self.lock().round();
+        }
+    }
+
+    pub(crate) fn addrs(&self) -> &[SocketAddr] {
+        &self.addrs
+    }
+
+    pub(crate) fn stats(&self) -> ContextStats {
+        let s = self.lock();
+        ContextStats {
+            fault_dropped: s.host.dropped,
+            fault_reordered: s.host.reordered,
+            ..s.host.host.context_stats()
+        }
+    }
+}
+
+impl Drop for UdpBackend {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            // A thread about to sleep sees `stop` within MAX_SLEEP at worst.
+            self.shared.waker.wake();
+            let _ = t.join();
+        }
+    }
+}
+
+/// The progress thread: datapath rounds while they move datagrams, a sleep until a
+/// socket is readable, a post or the engine's next timer when they stop moving.
+fn progress_loop(shared: &Shared, mut waiter: Waiter) {
+    let mut idle = 0u32;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let sleep = {
+            let mut s = shared.lock();
+            if s.round() {
+                idle = 0;
+                None
+            } else if idle < IDLE_ROUNDS {
+                idle += 1;
+                None
+            } else {
+                let until = s.host.poll_timeout().map(|t| s.clock.until(t));
+                let d = until.unwrap_or(MAX_SLEEP).min(MAX_SLEEP);
+                if d >= SHORT_WAIT {
+                    // Armed before the lock is released: a post from now on wakes
+                    // us, and what was posted before is what this round found.
+                    waiter.arm();
+                }
+                Some(d)
+            }
+        };
+        match sleep {
+            // Woken by a datagram or a post: run rounds again before sleeping.
+            Some(d) if d >= SHORT_WAIT && waiter.wait(d).is_ok_and(|ready| ready) => idle = 0,
+            Some(d) if d >= SHORT_WAIT => {}
+            // A timer due very soon: keep running rounds.
+            Some(_) => std::thread::yield_now(),
+            // Let a thread that waits for the lock (a post, a poll) in first.
+            None if shared.waiting.load(Ordering::Acquire) > 0 => std::thread::yield_now(),
+            None => {}
+        }
+    }
+}

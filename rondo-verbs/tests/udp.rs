@@ -1,0 +1,461 @@
+//! The `udp` backend over loopback: two contexts in this process, and two processes
+//! (this test binary re-run as a child that serves as the peer).
+#![cfg(target_os = "linux")]
+
+mod common;
+use common::{pattern, Pair, Side};
+use rondo_verbs::*;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+const MR: usize = 4 << 20;
+
+fn qp_attr() -> QpInitAttr {
+    // Loopback RTTs are microseconds, but a loaded CI machine stalls threads for
+    // milliseconds: a generous RTO floor and retry limit.
+    QpInitAttr {
+        mtu: 1500,
+        flow: FlowConfig {
+            rto_min: Duration::from_ms(5),
+            retry_limit: 30,
+            ..FlowConfig::default()
+        },
+        ..QpInitAttr::default()
+    }
+}
+
+fn udp_side(udp: UdpAttr) -> Side {
+    let ctx = Context::open_udp(
+        ContextAttr {
+            max_mtu: 1500,
+            ..ContextAttr::default()
+        },
+        udp,
+    )
+    .unwrap();
+    let pd = ctx.alloc_pd().unwrap();
+    let cq = ctx.create_cq(1024).unwrap();
+    let qp = ctx.create_qp(&pd, &cq, &cq, qp_attr()).unwrap();
+    let mr = pd.register(MR, AccessFlags::ALL).unwrap();
+    Side {
+        ctx,
+        pd,
+        cq,
+        qp,
+        mr,
+    }
+}
+
+fn udp_pair(udp: UdpAttr) -> (Side, Side) {
+    let a = udp_side(udp.clone());
+    let b = udp_side(UdpAttr {
+        fault_seed: udp.fault_seed + 1,
+        ..udp
+    });
+    a.qp.connect(&b.qp.endpoint()).unwrap();
+    b.qp.connect(&a.qp.endpoint()).unwrap();
+    (a, b)
+}
+
+fn wait_one(cq: &CompletionQueue) -> WorkCompletion {
+    let mut wc = [WorkCompletion::default()];
+    let start = std::time::Instant::now();
+    loop {
+        if cq.poll(&mut wc).unwrap() == 1 {
+            return wc[0];
+        }
+        assert!(start.elapsed().as_secs() < 60, "no completion within 60 s");
+    }
+}
+
+fn exercise(a: &Side, b: &Side, rounds: usize) {
+    let remote = |off: usize| RemoteAddr {
+        addr: b.mr.addr() + off as u64,
+        rkey: b.mr.rkey(),
+    };
+    for i in 0..rounds {
+        let len = [1, 1399, 1400, 1401, 70_000, 1 << 20][i % 6];
+        let data = pattern(i as u64 + 1, len);
+        a.mr.write(0, &data).unwrap();
+        let mut got = vec![0; len];
+        // SEND with immediate.
+        b.qp.post_recv(&RecvWr {
+            wr_id: i as u64,
+            sg_list: vec![Sge::new(&b.mr, 0, len as u32)],
+        })
+        .unwrap();
+        a.qp.post_send(&SendWr::send(1, vec![Sge::new(&a.mr, 0, len as u32)]).with_imm(i as u32))
+            .unwrap();
+        assert_eq!(wait_one(&a.cq).status, WcStatus::Success);
+        let r = wait_one(&b.cq);
+        assert_eq!(
+            (r.wr_id, r.byte_len, r.imm, r.status),
+            (i as u64, len as u64, Some(i as u32), WcStatus::Success)
+        );
+        b.mr.read(0, &mut got).unwrap();
+        assert!(got == data, "SEND {i} of {len} bytes differs");
+        // WRITE, then READ back into A's second half.
+        a.qp.post_send(&SendWr::write(
+            2,
+            vec![Sge::new(&a.mr, 0, len as u32)],
+            remote(MR / 2),
+        ))
+        .unwrap();
+        assert_eq!(wait_one(&a.cq).status, WcStatus::Success);
+        b.mr.read(MR / 2, &mut got).unwrap();
+        assert!(got == data, "WRITE {i} of {len} bytes differs");
+        a.qp.post_send(&SendWr::read(
+            3,
+            vec![Sge::new(&a.mr, MR / 2, len as u32)],
+            remote(MR / 2),
+        ))
+        .unwrap();
+        let wc = wait_one(&a.cq);
+        assert_eq!(
+            (wc.status, wc.opcode, wc.byte_len),
+            (WcStatus::Success, WcOpcode::RdmaRead, len as u64)
+        );
+        a.mr.read(MR / 2, &mut got).unwrap();
+        assert!(got == data, "READ {i} of {len} bytes differs");
+    }
+}
+
+#[test]
+fn every_operation_over_udp_loopback() {
+    let (a, b) = udp_pair(UdpAttr::default());
+    assert_eq!(a.ctx.device_name(), "udp");
+    assert_eq!(a.ctx.local_addrs().len(), 4);
+    exercise(&a, &b, 6);
+    // A WRITE outside B's region is refused remotely and never applied.
+    let to = RemoteAddr {
+        addr: b.mr.addr() + MR as u64 - 4,
+        rkey: b.mr.rkey(),
+    };
+    a.qp.post_send(&SendWr::write(9, vec![Sge::new(&a.mr, 0, 8)], to))
+        .unwrap();
+    assert_eq!(wait_one(&a.cq).status, WcStatus::RemAccessErr);
+    assert_eq!(b.ctx.stats().bad_token, 0);
+}
+
+#[test]
+fn byte_exact_over_udp_with_loss_and_reordering() {
+    let (a, b) = udp_pair(UdpAttr {
+        loss: 0.01,
+        reorder: 0.05,
+        fault_seed: 5,
+        ..UdpAttr::default()
+    });
+    exercise(&a, &b, 12);
+    let (sa, sb) = (a.ctx.stats(), b.ctx.stats());
+    assert!(sa.fault_dropped + sb.fault_dropped > 0, "{sa:?} {sb:?}");
+    assert!(sa.fault_reordered + sb.fault_reordered > 0);
+    assert!(a.qp.stats().retx_packets + b.qp.stats().retx_packets > 0);
+}
+
+#[test]
+fn forged_udp_datagrams_are_counted_and_dropped() {
+    let (a, b) = udp_pair(UdpAttr::default());
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let target = b.ctx.local_addrs()[0];
+    // Garbage, and a well-formed header for B's QP with no token.
+    sock.send_to(b"garbage", target).unwrap();
+    let mut d = vec![0u8; 200];
+    let repr = rondo_ud::wire::Repr {
+        common: rondo_ud::wire::CommonRepr {
+            flow: b.qp.qp_num(),
+            psn: rondo_ud::Psn(0),
+            path: 0,
+            flags: rondo_ud::wire::Flags::empty(),
+            timestamp_ns: 0,
+        },
+        body: rondo_ud::wire::Body::Data(rondo_ud::wire::DataRepr {
+            msg_id: 0,
+            msg_len: 50,
+            offset: 0,
+            payload_len: 50,
+        }),
+    };
+    let n = repr.buffer_len();
+    repr.emit(&mut d).unwrap();
+    sock.send_to(&d[..n], target).unwrap();
+    let start = std::time::Instant::now();
+    while b.ctx.stats().malformed + b.ctx.stats().bad_token < 2 {
+        assert!(start.elapsed().as_secs() < 30, "{:?}", b.ctx.stats());
+        std::thread::yield_now();
+    }
+    let s = b.ctx.stats();
+    assert_eq!((s.malformed, s.bad_token), (1, 1));
+    exercise(&a, &b, 1);
+}
+
+/// The child half of [`two_processes_over_loopback`]: serves one QP until its peer
+/// says it is done. Run only as that test's child.
+#[test]
+#[ignore = "run by two_processes_over_loopback as its child process"]
+fn child_peer() {
+    let Ok(role) = std::env::var("RONDO_VERBS_CHILD") else {
+        return;
+    };
+    assert_eq!(role, "peer");
+    let s = udp_side(UdpAttr::default());
+    let mut out = std::io::stdout();
+    writeln!(out, "EP {}", hex(&s.qp.endpoint().to_bytes())).unwrap();
+    writeln!(out, "MR {} {}", s.mr.addr(), s.mr.rkey()).unwrap();
+    out.flush().unwrap();
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+    let ep = QpEndpoint::from_bytes(&unhex(line.trim().strip_prefix("EP ").unwrap())).unwrap();
+    s.qp.connect(&ep).unwrap();
+    s.qp.post_recv(&RecvWr {
+        wr_id: 1,
+        sg_list: vec![Sge::new(&s.mr, 0, MR as u32)],
+    })
+    .unwrap();
+    // The parent WRITEs into our second half and SENDs 64 KiB; we answer with a
+    // SEND of the checksum of both.
+    let wc = wait_one(&s.cq);
+    assert_eq!(wc.status, WcStatus::Success);
+    let mut got = vec![0; wc.byte_len as usize];
+    s.mr.read(0, &mut got).unwrap();
+    let mut written = vec![0; 1 << 20];
+    s.mr.read(MR / 2, &mut written).unwrap();
+    let sum = checksum(&got) ^ checksum(&written).rotate_left(1);
+    s.mr.write(MR - 8, &sum.to_be_bytes()).unwrap();
+    s.qp.post_send(&SendWr::send(2, vec![Sge::new(&s.mr, MR - 8, 8)]))
+        .unwrap();
+    assert_eq!(wait_one(&s.cq).status, WcStatus::Success);
+    // Serve READs until the parent closes our stdin.
+    let mut rest = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut rest);
+}
+
+#[test]
+fn two_processes_over_loopback() {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_peer",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("RONDO_VERBS_CHILD", "peer")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = |prefix: &str| loop {
+        let l = lines.next().expect("child output").unwrap();
+        // libtest prints "test child_peer ... " without a newline before our lines.
+        if let Some((_, rest)) = l.split_once(prefix) {
+            return rest.to_string();
+        }
+    };
+    let ep = QpEndpoint::from_bytes(&unhex(&next("EP "))).unwrap();
+    let mr = next("MR ");
+    let mut mr = mr.split(' ').map(|x| x.parse::<u64>().unwrap());
+    let (raddr, rkey) = (mr.next().unwrap(), mr.next().unwrap() as u32);
+    let a = udp_side(UdpAttr::default());
+    a.qp.connect(&ep).unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "EP {}", hex(&a.qp.endpoint().to_bytes())).unwrap();
+    stdin.flush().unwrap();
+
+    let written = pattern(31, 1 << 20);
+    let sent = pattern(32, 64 << 10);
+    a.mr.write(0, &written).unwrap();
+    a.mr.write(2 << 20, &sent).unwrap();
+    a.qp.post_recv(&RecvWr {
+        wr_id: 7,
+        sg_list: vec![Sge::new(&a.mr, 3 << 20, 8)],
+    })
+    .unwrap();
+    let remote = RemoteAddr {
+        addr: raddr + MR as u64 / 2,
+        rkey,
+    };
+    a.qp.post_send(&SendWr::write(1, vec![Sge::new(&a.mr, 0, 1 << 20)], remote))
+        .unwrap();
+    a.qp.post_send(&SendWr::send(2, vec![Sge::new(&a.mr, 2 << 20, 64 << 10)]))
+        .unwrap();
+    let mut sends = 0;
+    let mut sum = None;
+    while sends < 2 || sum.is_none() {
+        let wc = wait_one(&a.cq);
+        assert_eq!(wc.status, WcStatus::Success, "{wc:?}");
+        if wc.opcode == WcOpcode::Recv {
+            let mut b = [0u8; 8];
+            a.mr.read(3 << 20, &mut b).unwrap();
+            sum = Some(u64::from_be_bytes(b));
+        } else {
+            sends += 1;
+        }
+    }
+    assert_eq!(
+        sum,
+        Some(checksum(&sent) ^ checksum(&written).rotate_left(1))
+    );
+    // READ the child's copy back.
+    a.qp.post_send(&SendWr::read(
+        3,
+        vec![Sge::new(&a.mr, 1 << 20, 1 << 20)],
+        remote,
+    ))
+    .unwrap();
+    assert_eq!(wait_one(&a.cq).status, WcStatus::Success);
+    let mut back = vec![0; 1 << 20];
+    a.mr.read(1 << 20, &mut back).unwrap();
+    assert!(back == written, "READ from the other process differs");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+}
+
+fn checksum(b: &[u8]) -> u64 {
+    b.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &x| {
+        (h ^ u64::from(x)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+#[allow(dead_code)]
+fn unused(_: Pair) {}
+
+#[test]
+fn explicit_progress_without_a_thread() {
+    let (a, b) = udp_pair(UdpAttr {
+        progress_thread: false,
+        ..UdpAttr::default()
+    });
+    let data = pattern(77, 200_000);
+    a.mr.write(0, &data).unwrap();
+    let to = RemoteAddr {
+        addr: b.mr.addr() + 4096,
+        rkey: b.mr.rkey(),
+    };
+    b.qp.post_recv(&RecvWr {
+        wr_id: 5,
+        sg_list: vec![Sge::new(&b.mr, 1 << 20, 200_000)],
+    })
+    .unwrap();
+    a.qp.post_send(&SendWr::write(1, vec![Sge::new(&a.mr, 0, 200_000)], to))
+        .unwrap();
+    a.qp.post_send(&SendWr::send(2, vec![Sge::new(&a.mr, 0, 200_000)]))
+        .unwrap();
+    // Nothing moves unless someone polls: poll both sides until A has both
+    // completions and B its receive.
+    let (mut at_a, mut at_b) = (Vec::new(), Vec::new());
+    let mut wc = [WorkCompletion::default(); 4];
+    let start = std::time::Instant::now();
+    while at_a.len() < 2 || at_b.is_empty() {
+        let n = a.cq.poll(&mut wc).unwrap();
+        at_a.extend_from_slice(&wc[..n]);
+        let n = b.cq.poll(&mut wc).unwrap();
+        at_b.extend_from_slice(&wc[..n]);
+        assert!(start.elapsed().as_secs() < 60, "{at_a:?} {at_b:?}");
+    }
+    assert_eq!(
+        at_a.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        [(1, WcStatus::Success), (2, WcStatus::Success)]
+    );
+    assert_eq!((at_b[0].wr_id, at_b[0].byte_len), (5, 200_000));
+    let mut got = vec![0; 200_000];
+    b.mr.read(4096, &mut got).unwrap();
+    assert!(got == data);
+    b.mr.read(1 << 20, &mut got).unwrap();
+    assert!(got == data);
+}
+
+#[test]
+fn sleeping_progress_threads_wake_for_posts_and_arrivals() {
+    let (a, b) = udp_pair(UdpAttr::default());
+    for i in 0..20u64 {
+        // Long enough for both progress threads to go to sleep (a few idle rounds),
+        // so each WRITE must wake A's thread (the post) and B's (the arrival).
+        std::thread::sleep(std::time::Duration::from_millis(if i < 3 { 30 } else { 1 }));
+        let data = pattern(i, 5000);
+        a.mr.write(0, &data).unwrap();
+        let to = RemoteAddr {
+            addr: b.mr.addr() + 8192,
+            rkey: b.mr.rkey(),
+        };
+        a.qp.post_send(&SendWr::write(i, vec![Sge::new(&a.mr, 0, 5000)], to))
+            .unwrap();
+        let wc = wait_one(&a.cq);
+        assert_eq!((wc.wr_id, wc.status), (i, WcStatus::Success));
+        let mut got = vec![0; 5000];
+        b.mr.read(8192, &mut got).unwrap();
+        assert!(got == data, "WRITE {i} differs");
+    }
+}
+
+#[test]
+fn the_host_profile_moves_verified_bytes_on_loopback_with_few_retransmissions() {
+    let flow = udp_flow_config(4);
+    assert_eq!(flow.base_rtt, Some(vec![HOST_BASE_RTT; 4]));
+    assert_eq!(
+        (flow.rto_min, flow.early_recovery_threshold, flow.pacing),
+        (HOST_RTO_MIN, HOST_REORDER_PACKETS, false)
+    );
+    assert_eq!(QpInitAttr::udp(4).flow, flow);
+    let side = || {
+        let ctx = Context::open_udp(ContextAttr::default(), UdpAttr::default()).unwrap();
+        let pd = ctx.alloc_pd().unwrap();
+        let cq = ctx.create_cq(256).unwrap();
+        let attr = QpInitAttr {
+            mtu: 4096,
+            ..QpInitAttr::udp(4)
+        };
+        let qp = ctx.create_qp(&pd, &cq, &cq, attr).unwrap();
+        let mr = pd.register(MR, AccessFlags::ALL).unwrap();
+        Side {
+            ctx,
+            pd,
+            cq,
+            qp,
+            mr,
+        }
+    };
+    let (a, b) = (side(), side());
+    a.qp.connect(&b.qp.endpoint()).unwrap();
+    b.qp.connect(&a.qp.endpoint()).unwrap();
+    let data = pattern(9, MR / 2);
+    a.mr.write(0, &data).unwrap();
+    let to = RemoteAddr {
+        addr: b.mr.addr(),
+        rkey: b.mr.rkey(),
+    };
+    for i in 0..8u64 {
+        a.qp.post_send(&SendWr::write(
+            i,
+            vec![Sge::new(&a.mr, 0, (MR / 2) as u32)],
+            to,
+        ))
+        .unwrap();
+    }
+    for i in 0..8u64 {
+        let wc = wait_one(&a.cq);
+        assert_eq!((wc.wr_id, wc.status), (i, WcStatus::Success));
+    }
+    let mut got = vec![0; MR / 2];
+    b.mr.read(0, &mut got).unwrap();
+    assert!(got == data);
+    // Loopback loses nothing: host reordering stays under the early-recovery
+    // threshold and most stalls under the RTO floor (a bound loose enough for a
+    // loaded CI machine, tight enough to catch a retransmission storm).
+    let s = a.qp.stats();
+    assert!(s.data_packets_sent > 0);
+    assert!(
+        s.retx_packets * 10 <= s.data_packets_sent,
+        "more than 10% retransmitted on a lossless loopback: {s:?}"
+    );
+}

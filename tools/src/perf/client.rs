@@ -1,0 +1,189 @@
+//! `rondo perf client`: connects to the server, runs one measurement, prints it.
+
+use super::exchange::{Accept, Control, Done, Hello, Message, Op, Report, Transport};
+use super::pattern::Pattern;
+use super::report::{self, gbps, Outcome};
+use super::{ceiling, raw_udp};
+use super::{check, rondo, ClientArgs, Progress};
+use anyhow::Context as _;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// How long the client waits for the server's answers during setup.
+pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a data receiver may take to report after the run.
+pub const REPORT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs the client.
+pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
+    let hello = args.hello();
+    check(&hello)?;
+    let addr = (args.host.as_str(), args.port)
+        .to_socket_addrs()
+        .with_context(|| format!("resolve {}", args.host))?
+        .next()
+        .with_context(|| format!("{} has no address", args.host))?;
+    let stream = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT)
+        .with_context(|| format!("connect to {addr}: is `rondo perf server` running there?"))?;
+    let mut ctrl = Control::new(stream)?;
+    let mut progress = Progress::new(!args.json);
+    let mut outcome = match hello.transport {
+        Transport::RawUdp => raw(&mut ctrl, hello, &mut progress)?,
+        Transport::Rondo => rondo::client(&mut ctrl, hello, &mut progress)?,
+    };
+    outcome.client_cpu_s = ctrl.session_cpu_ns() as f64 / 1e9;
+    let cpu_s = outcome.client_cpu_s + outcome.server_cpu_s;
+    if outcome.client_cpu_s > 0.0 && outcome.server_cpu_s > 0.0 {
+        outcome.packets_per_cpu_s = outcome.packets as f64 / cpu_s;
+    }
+    if args.json {
+        println!("{}", report::to_json(&outcome));
+    } else {
+        print!("{}", report::to_table(&outcome));
+    }
+    Ok(())
+}
+
+/// The fields of an outcome that every raw run fills the same way; `sent` and
+/// `received` are the data sender's and the data receiver's accounts, one of them the
+/// server's.
+pub fn outcome(hello: &Hello, sent: Done, received: &Report) -> Outcome {
+    let server_cpu_ns = match hello.op {
+        Op::Read if !hello.lat => sent.cpu_ns,
+        _ => received.cpu_ns,
+    };
+    let active = Duration::from_nanos(received.active_ns);
+    let bw_average = gbps(received.bytes, active);
+    let messages = received.bytes as f64 / hello.size as f64;
+    Outcome {
+        size: hello.size,
+        n_iterations: sent.messages,
+        bw_peak: received.peak_gbps.max(bw_average),
+        bw_average,
+        msg_rate: if active.is_zero() {
+            0.0
+        } else {
+            messages / active.as_secs_f64() / 1e6
+        },
+        verified: received.verified,
+        retx_packets: received.retx_packets,
+        ood_max: received.ood_max,
+        op: op_name(hello.op),
+        transport: transport_name(hello.transport),
+        paths: hello.paths,
+        qps: hello.qps,
+        packets: received.packets,
+        lost_packets: sent.packets.saturating_sub(received.packets),
+        client_cpu_s: 0.0,
+        server_cpu_s: server_cpu_ns as f64 / 1e9,
+        packets_per_cpu_s: 0.0,
+        latency: None,
+    }
+}
+
+/// The name the CLI and the JSON use for an operation.
+pub fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Send => "send",
+        Op::Write => "write",
+        Op::Read => "read",
+    }
+}
+
+/// The name the CLI and the JSON use for a transport.
+pub fn transport_name(t: Transport) -> &'static str {
+    match t {
+        Transport::Rondo => "rondo",
+        Transport::RawUdp => "raw-udp",
+    }
+}
+
+/// The plan of a raw UDP run.
+pub fn raw_plan(h: &Hello) -> raw_udp::Plan {
+    raw_udp::Plan {
+        size: h.size,
+        payload: h.mtu as usize - raw_udp::HEADER_LEN,
+        count: h.iterations,
+        duration: h.duration_s.map(Duration::from_secs_f64),
+        pattern: h.verify_seed.map(Pattern::new),
+    }
+}
+
+fn raw(ctrl: &mut Control, mut hello: Hello, progress: &mut Progress) -> anyhow::Result<Outcome> {
+    let ip = ctrl.local()?.ip();
+    if ceiling::applies(&hello) {
+        let mut dp = ceiling::bind(ip, &hello)?;
+        hello.udp_paths = dp.local_addrs().to_vec();
+        ctrl.send(&Message::Hello(hello.clone()))?;
+        let accept = wait_accept(ctrl)?;
+        ctrl.send(&Message::Start)?;
+        return match hello.op {
+            Op::Write | Op::Send => {
+                let done = ceiling::blast(&mut dp, &accept.udp_paths, ctrl, &hello, progress)?;
+                let report = wait_report(ctrl)?;
+                Ok(outcome(&hello, done, &report))
+            }
+            Op::Read => {
+                let (report, done) = ceiling::receive(&mut dp, ctrl, &hello)?;
+                ctrl.send(&Message::Report(report))?;
+                Ok(outcome(&hello, done, &report))
+            }
+        };
+    }
+    let sockets = raw_udp::bind(ip, hello.paths).context("open the UDP paths")?;
+    hello.udp_paths = raw_udp::addresses(&sockets)?;
+    ctrl.send(&Message::Hello(hello.clone()))?;
+    let accept = wait_accept(ctrl)?;
+    raw_udp::connect(&sockets, &accept.udp_paths)?;
+    ctrl.send(&Message::Start)?;
+    let plan = raw_plan(&hello);
+    if hello.lat {
+        let (lat, meter, verified) = raw_udp::ping(&sockets, ctrl, &plan, progress)?;
+        let report = wait_report(ctrl)?;
+        let mut o = outcome(
+            &hello,
+            Done {
+                messages: meter.messages(),
+                ..Done::default()
+            },
+            &Report {
+                bytes: meter.bytes(),
+                cpu_ns: report.cpu_ns,
+                active_ns: meter.elapsed().as_nanos() as u64,
+                verified: verified && report.verified,
+                ..Report::default()
+            },
+        );
+        o.latency = Some(lat.summary());
+        return Ok(o);
+    }
+    match hello.op {
+        Op::Write | Op::Send => {
+            let done = raw_udp::blast(&sockets, ctrl, &plan, progress)?;
+            let report = wait_report(ctrl)?;
+            Ok(outcome(&hello, done, &report))
+        }
+        Op::Read => {
+            let (report, done) = raw_udp::sink(&sockets, ctrl, &plan)?;
+            ctrl.send(&Message::Report(report))?;
+            Ok(outcome(&hello, done, &report))
+        }
+    }
+}
+
+/// Waits for the server to accept the run.
+pub fn wait_accept(ctrl: &mut Control) -> anyhow::Result<Accept> {
+    ctrl.expect(SETUP_TIMEOUT, "accept", |m| match m {
+        Message::Accept(a) => Some(a),
+        _ => None,
+    })
+    .context("wait for the server to accept the run (it serves one client at a time)")
+}
+
+/// Waits for the data receiver's report.
+pub fn wait_report(ctrl: &mut Control) -> anyhow::Result<Report> {
+    Ok(ctrl.expect(REPORT_TIMEOUT, "report", |m| match m {
+        Message::Report(r) => Some(r),
+        _ => None,
+    })?)
+}

@@ -1,0 +1,453 @@
+//! The control connection between `rondo perf client` and `rondo perf server`: a TCP
+//! stream of framed messages, as perftest exchanges its QP descriptors.
+//!
+//! A frame is the magic `RPRF`, the protocol version (u16, big endian), the body length
+//! (u32, big endian) and a JSON body: one [`Message`]. Anything else (another program on
+//! the port, a different version, an oversized or malformed body) is a typed
+//! [`ExchangeError`], never a panic; the server logs it and serves the next client.
+
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// First bytes of every frame.
+pub const MAGIC: [u8; 4] = *b"RPRF";
+/// Version of the exchange this build speaks.
+pub const VERSION: u16 = 1;
+/// Largest accepted body.
+pub const MAX_BODY: u32 = 1 << 20;
+/// Bytes before the body: magic, version, length.
+const HEADER_LEN: usize = 10;
+
+/// The operation measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    /// SEND into receives posted by the server.
+    Send,
+    /// RDMA WRITE into the server's buffer.
+    Write,
+    /// RDMA READ from the server's buffer.
+    Read,
+}
+
+/// What carries the data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// Rondo queue pairs over the UDP backend (reliable, in order).
+    Rondo,
+    /// The same number of UDP sockets and the same datagram size, no reliability:
+    /// the ceiling Rondo is measured against.
+    RawUdp,
+}
+
+/// Everything the server needs to know about a run (client to server, first).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Operation.
+    pub op: Op,
+    /// Message size in bytes.
+    pub size: u64,
+    /// Number of messages, when the run is counted (`-n`).
+    pub iterations: Option<u64>,
+    /// Length of the run in seconds, when it is timed (`-D`).
+    pub duration_s: Option<f64>,
+    /// Paths per queue pair (UDP source ports).
+    pub paths: u32,
+    /// Queue pairs.
+    pub qps: u32,
+    /// Transport.
+    pub transport: Transport,
+    /// Full datagram size in bytes, headers included.
+    pub mtu: u32,
+    /// Messages in flight per queue pair.
+    pub tx_depth: u32,
+    /// Seed of the verification pattern, when `--verify` is on.
+    pub verify_seed: Option<u64>,
+    /// Latency (ping-pong) mode.
+    pub lat: bool,
+    /// Rondo: spin on empty completion queues instead of napping.
+    pub busy_poll: bool,
+    /// Rondo: host line rate given to the engine, Gb/s (0: the backend's default).
+    pub line_gbps: f64,
+    /// Rondo: bytes of each context's reorder buffer (0: the default).
+    pub reorder_buffer: u64,
+    /// Rondo fault injection at both ends: probability that an arriving datagram is
+    /// dropped.
+    pub loss: f64,
+    /// Rondo fault injection at both ends: probability that an arriving datagram is
+    /// held back behind the next one.
+    pub reorder: f64,
+    /// Rondo: the client's endpoint descriptor of each queue pair.
+    pub endpoints: Vec<Vec<u8>>,
+    /// Rondo latency mode: the client's buffer of each queue pair (echoes land there).
+    pub regions: Vec<Region>,
+    /// Raw UDP: the client's socket address of each path.
+    pub udp_paths: Vec<SocketAddr>,
+}
+
+/// A buffer the peer may WRITE into or READ from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Region {
+    /// Address of its first byte, as the peer names it.
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// The server's answer to a [`Hello`] it can serve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Accept {
+    /// Rondo: the server's endpoint descriptor of each queue pair.
+    pub endpoints: Vec<Vec<u8>>,
+    /// Rondo: the server's buffer of each queue pair.
+    pub regions: Vec<Region>,
+    /// Raw UDP: the server's socket address of each path.
+    pub udp_paths: Vec<SocketAddr>,
+}
+
+/// The sender's account of what it sent (the data sender to the data receiver).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Done {
+    /// Messages sent.
+    pub messages: u64,
+    /// Datagrams sent (raw UDP).
+    pub packets: u64,
+    /// CPU time of the sending process since the control connection opened, ns (0:
+    /// unknown).
+    pub cpu_ns: u64,
+}
+
+/// The data receiver's account of the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Whole messages received (and checked, when verifying).
+    pub messages: u64,
+    /// Payload bytes received.
+    pub bytes: u64,
+    /// Datagrams received (raw UDP), or data packets received (Rondo, duplicates included).
+    pub packets: u64,
+    /// Nanoseconds from the first to the last arrival.
+    pub active_ns: u64,
+    /// Peak goodput seen by the receiver, Gb/s (0 when the receiver does not meter).
+    pub peak_gbps: f64,
+    /// True when verification was on and every byte of every message matched.
+    pub verified: bool,
+    /// Bytes that failed the check: from the first wrong byte to the end of each bad
+    /// message (or datagram, for raw UDP, where bytes that never arrived count too).
+    pub mismatched_bytes: u64,
+    /// Retransmitted packets, summed over the receiver's queue pairs.
+    pub retx_packets: u64,
+    /// Largest OOD of any queue pair at the receiver.
+    pub ood_max: u64,
+    /// CPU time of the reporting process since the control connection opened, ns (0:
+    /// unknown).
+    pub cpu_ns: u64,
+}
+
+/// One control message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Message {
+    /// Client: the run it asks for.
+    Hello(Hello),
+    /// Server: the run is set up on its side.
+    Accept(Accept),
+    /// Server: the run cannot be served, and why.
+    Reject {
+        /// What to change.
+        reason: String,
+    },
+    /// Client: both sides are connected, start.
+    Start,
+    /// Data sender: everything is sent.
+    Done(Done),
+    /// Data receiver: what arrived.
+    Report(Report),
+}
+
+impl Message {
+    /// The message's name, for errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Message::Hello(_) => "hello",
+            Message::Accept(_) => "accept",
+            Message::Reject { .. } => "reject",
+            Message::Start => "start",
+            Message::Done(_) => "done",
+            Message::Report(_) => "report",
+        }
+    }
+}
+
+/// What went wrong on the control connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExchangeError {
+    /// The peer closed the connection.
+    #[error("the peer closed the control connection")]
+    Closed,
+    /// Reading or writing the socket failed.
+    #[error("control connection: {0}")]
+    Io(#[from] io::Error),
+    /// Nothing arrived in time.
+    #[error("no control message within {0:?}; is the peer still running?")]
+    Timeout(Duration),
+    /// The peer is not `rondo perf`.
+    #[error(
+        "the peer is not a `rondo perf` endpoint (first bytes {0:02x?}); check the host and --port"
+    )]
+    BadMagic([u8; 4]),
+    /// The peer speaks another version of the exchange.
+    #[error("the peer speaks perf exchange version {peer}, this build speaks {VERSION}; run the same rondo version on both sides")]
+    Version {
+        /// The peer's version.
+        peer: u16,
+    },
+    /// The body is larger than [`MAX_BODY`].
+    #[error("control message of {0} bytes is over the {MAX_BODY}-byte limit")]
+    TooLarge(u32),
+    /// The body is not a valid [`Message`].
+    #[error("malformed control message: {0}")]
+    Malformed(#[source] serde_json::Error),
+    /// A valid message arrived at the wrong moment.
+    #[error("expected a {expected} message, got {got}")]
+    Unexpected {
+        /// What the protocol expects now.
+        expected: &'static str,
+        /// What arrived.
+        got: &'static str,
+    },
+    /// The server refused the run.
+    #[error("the server rejected the run: {0}")]
+    Rejected(String),
+}
+
+/// Encodes one frame.
+pub fn encode(message: &Message) -> Vec<u8> {
+    let body = serde_json::to_vec(message).expect("control messages always serialise");
+    let mut frame = Vec::with_capacity(HEADER_LEN + body.len());
+    frame.extend_from_slice(&MAGIC);
+    frame.extend_from_slice(&VERSION.to_be_bytes());
+    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Decodes the first frame of `buf`: `Ok(None)` when it is not complete yet, else the
+/// message and the bytes it took. Header errors show as soon as the header is in.
+pub fn decode(buf: &[u8]) -> Result<Option<(Message, usize)>, ExchangeError> {
+    let magic_len = buf.len().min(4);
+    if buf[..magic_len] != MAGIC[..magic_len] {
+        let mut seen = [0u8; 4];
+        seen[..magic_len].copy_from_slice(&buf[..magic_len]);
+        return Err(ExchangeError::BadMagic(seen));
+    }
+    if buf.len() < HEADER_LEN {
+        return Ok(None);
+    }
+    let version = u16::from_be_bytes([buf[4], buf[5]]);
+    if version != VERSION {
+        return Err(ExchangeError::Version { peer: version });
+    }
+    let len = u32::from_be_bytes([buf[6], buf[7], buf[8], buf[9]]);
+    if len > MAX_BODY {
+        return Err(ExchangeError::TooLarge(len));
+    }
+    let end = HEADER_LEN + len as usize;
+    if buf.len() < end {
+        return Ok(None);
+    }
+    let message =
+        serde_json::from_slice(&buf[HEADER_LEN..end]).map_err(ExchangeError::Malformed)?;
+    Ok(Some((message, end)))
+}
+
+/// One end of the control connection.
+pub struct Control {
+    stream: TcpStream,
+    inbound: Vec<u8>,
+    cpu_at_open: Option<std::time::Duration>,
+}
+
+impl Control {
+    /// Wraps a connected stream.
+    pub fn new(stream: TcpStream) -> Result<Control, ExchangeError> {
+        stream.set_nodelay(true)?;
+        Ok(Control {
+            stream,
+            inbound: Vec::new(),
+            cpu_at_open: super::report::process_cpu(),
+        })
+    }
+
+    /// CPU time this process has used since the connection opened, ns (0: unknown).
+    pub fn session_cpu_ns(&self) -> u64 {
+        match (self.cpu_at_open, super::report::process_cpu()) {
+            (Some(a), Some(b)) => b.saturating_sub(a).as_nanos() as u64,
+            _ => 0,
+        }
+    }
+
+    /// The local address of the connection (the interface that reaches the peer).
+    pub fn local(&self) -> Result<SocketAddr, ExchangeError> {
+        Ok(self.stream.local_addr()?)
+    }
+
+    /// Sends one message.
+    pub fn send(&mut self, message: &Message) -> Result<(), ExchangeError> {
+        self.stream.set_nonblocking(false)?;
+        self.stream.write_all(&encode(message))?;
+        Ok(())
+    }
+
+    fn take(&mut self) -> Result<Option<Message>, ExchangeError> {
+        if self.inbound.is_empty() {
+            return Ok(None);
+        }
+        match decode(&self.inbound)? {
+            Some((message, used)) => {
+                self.inbound.drain(..used);
+                Ok(Some(message))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Waits up to `timeout` for the next message.
+    pub fn recv(&mut self, timeout: Duration) -> Result<Message, ExchangeError> {
+        if let Some(m) = self.take()? {
+            return Ok(m);
+        }
+        self.stream.set_nonblocking(false)?;
+        self.stream.set_read_timeout(Some(timeout))?;
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(ExchangeError::Closed),
+                Ok(n) => self.inbound.extend_from_slice(&chunk[..n]),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Err(ExchangeError::Timeout(timeout))
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+            if let Some(m) = self.take()? {
+                return Ok(m);
+            }
+        }
+    }
+
+    /// The next message if one has fully arrived, without waiting.
+    pub fn try_recv(&mut self) -> Result<Option<Message>, ExchangeError> {
+        if let Some(m) = self.take()? {
+            return Ok(Some(m));
+        }
+        self.stream.set_nonblocking(true)?;
+        let mut chunk = [0u8; 4096];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return Err(ExchangeError::Closed),
+                Ok(n) => self.inbound.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.take()
+    }
+
+    /// Waits for a message of one kind (`pick` returns `None` for the others); a
+    /// `Reject` becomes [`ExchangeError::Rejected`].
+    pub fn expect<T>(
+        &mut self,
+        timeout: Duration,
+        expected: &'static str,
+        pick: impl FnOnce(Message) -> Option<T>,
+    ) -> Result<T, ExchangeError> {
+        let m = self.recv(timeout)?;
+        let got = m.kind();
+        match m {
+            Message::Reject { reason } => Err(ExchangeError::Rejected(reason)),
+            m => pick(m).ok_or(ExchangeError::Unexpected { expected, got }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hello() -> Hello {
+        Hello {
+            op: Op::Write,
+            size: 65536,
+            iterations: Some(1000),
+            duration_s: None,
+            paths: 4,
+            qps: 1,
+            transport: Transport::RawUdp,
+            mtu: 1500,
+            tx_depth: 64,
+            verify_seed: Some(9),
+            lat: false,
+            busy_poll: false,
+            line_gbps: 0.0,
+            reorder_buffer: 0,
+            loss: 0.0,
+            reorder: 0.0,
+            endpoints: vec![vec![1, 2, 3]],
+            regions: Vec::new(),
+            udp_paths: vec!["127.0.0.1:4000".parse().unwrap()],
+        }
+    }
+
+    #[test]
+    fn frames_round_trip_byte_by_byte() {
+        let m = Message::Hello(hello());
+        let frame = encode(&m);
+        for cut in 0..frame.len() {
+            assert!(decode(&frame[..cut]).unwrap().is_none(), "cut at {cut}");
+        }
+        let mut two = frame.clone();
+        two.extend_from_slice(&encode(&Message::Start));
+        let (first, used) = decode(&two).unwrap().unwrap();
+        assert_eq!(first, m);
+        assert_eq!(used, frame.len());
+        assert_eq!(decode(&two[used..]).unwrap().unwrap().0, Message::Start);
+    }
+
+    #[test]
+    fn foreign_input_is_a_typed_error() {
+        assert!(matches!(
+            decode(b"GET / HTTP/1.1\r\n"),
+            Err(ExchangeError::BadMagic(m)) if &m == b"GET "
+        ));
+        assert!(matches!(decode(b"RPX"), Err(ExchangeError::BadMagic(_))));
+        let mut frame = encode(&Message::Start);
+        frame[5] = 9;
+        assert!(matches!(
+            decode(&frame),
+            Err(ExchangeError::Version { peer: 9 })
+        ));
+        let mut big = MAGIC.to_vec();
+        big.extend_from_slice(&VERSION.to_be_bytes());
+        big.extend_from_slice(&(MAX_BODY + 1).to_be_bytes());
+        assert!(matches!(decode(&big), Err(ExchangeError::TooLarge(_))));
+        let mut junk = MAGIC.to_vec();
+        junk.extend_from_slice(&VERSION.to_be_bytes());
+        junk.extend_from_slice(&5u32.to_be_bytes());
+        junk.extend_from_slice(b"{\"ty");
+        junk.push(b'}');
+        assert!(matches!(decode(&junk), Err(ExchangeError::Malformed(_))));
+    }
+}

@@ -1,0 +1,282 @@
+//! `rondo perf`: a perftest-like bandwidth and latency tool over Rondo queue pairs.
+//!
+//! `rondo perf server` waits on a TCP port; `rondo perf client HOST` connects, tells
+//! the server the run it wants (operation, size, iterations, paths, transport, verify
+//! seed) and exchanges the endpoint descriptors over that connection, as perftest
+//! does. The data then moves over UDP: Rondo queue pairs (`--transport rondo`), or
+//! plain datagrams on as many sockets with no reliability (`--transport raw-udp`, the
+//! ceiling). The data receiver sends its account back (bytes, verification, retransmits,
+//! OOD) and the client prints one row of perftest's table or one JSON object.
+
+mod ceiling;
+mod client;
+mod exchange;
+mod pattern;
+mod raw_udp;
+mod report;
+mod rondo;
+mod server;
+
+use anyhow::ensure;
+use exchange::{Hello, Op, Transport};
+use std::io::{IsTerminal, Write as _};
+use std::time::{Duration, Instant};
+
+/// Default TCP port of the control exchange (perftest's).
+pub const DEFAULT_PORT: u16 = 18515;
+/// Largest message size accepted.
+pub const MAX_SIZE: u64 = 1 << 30;
+/// Most paths or queue pairs per run.
+pub const MAX_PATHS: u32 = 64;
+/// Largest UDP payload.
+const MAX_DATAGRAM: u32 = 65_507;
+/// Default datagram size: a Rondo data packet with RoCE's 4096-byte payload (engine
+/// header and connection token included); raw UDP runs send datagrams of the same
+/// size.
+pub const DEFAULT_MTU: u32 =
+    4096 + rondo_ud::wire::DATA_HEADER_LEN as u32 + rondo_ud::wire::TOKEN_EXT_LEN as u32;
+
+/// Options of `rondo perf`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    role: Role,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Role {
+    /// Serve clients one after another until stopped (Ctrl-C); one line per client on
+    /// stderr.
+    Server(ServerArgs),
+    /// Run one measurement against a server and print it.
+    Client(ClientArgs),
+}
+
+/// Options of `rondo perf server`.
+#[derive(Debug, clap::Args)]
+pub struct ServerArgs {
+    /// TCP port of the control exchange (0: any free port, printed on stderr).
+    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind: std::net::IpAddr,
+    /// Stop after serving this many clients (default: serve until stopped).
+    #[arg(long, value_name = "N")]
+    clients: Option<u64>,
+}
+
+/// Options of `rondo perf client`.
+#[derive(Debug, clap::Args)]
+pub struct ClientArgs {
+    /// Host running `rondo perf server`.
+    host: String,
+    /// TCP port of the server's control exchange.
+    #[arg(short, long, default_value_t = DEFAULT_PORT)]
+    port: u16,
+    /// Operation to measure.
+    #[arg(long, value_enum, default_value_t = Op::Write)]
+    op: Op,
+    /// Message size in bytes.
+    #[arg(short, long, default_value_t = 65536)]
+    size: u64,
+    /// Number of messages [default: 1000].
+    #[arg(short = 'n', long, conflicts_with = "duration")]
+    iters: Option<u64>,
+    /// Run for this many seconds instead of a number of messages.
+    #[arg(short = 'D', long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Paths (UDP source ports) per queue pair.
+    #[arg(long, default_value_t = 4)]
+    paths: u32,
+    /// Queue pairs.
+    #[arg(short = 'q', long, default_value_t = 1)]
+    qps: u32,
+    /// What carries the data: Rondo queue pairs, or raw datagrams (the ceiling).
+    #[arg(long, value_enum, default_value_t = Transport::Rondo)]
+    transport: Transport,
+    /// Write a seeded pattern and check every byte at the receiver.
+    #[arg(long)]
+    verify: bool,
+    /// Seed of the `--verify` pattern.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Latency mode: ping-pong one message at a time, print percentiles.
+    #[arg(long)]
+    lat: bool,
+    /// Rondo bandwidth runs: spin on an empty completion queue (perftest's way)
+    /// instead of napping 100 us while the UDP backend's progress thread works.
+    #[arg(long)]
+    busy_poll: bool,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Datagram size in bytes, headers included (Rondo's MTU; the default carries
+    /// 4096 bytes of Rondo payload, as RoCE's 4096 MTU).
+    #[arg(short, long, default_value_t = DEFAULT_MTU)]
+    mtu: u32,
+    /// Messages in flight per queue pair.
+    #[arg(short = 't', long, default_value_t = 128)]
+    tx_depth: u32,
+    /// Rondo: host line rate given to the engine on both sides, Gb/s (0: the UDP
+    /// backend's default).
+    #[arg(long, default_value_t = 0.0, value_name = "GBPS")]
+    line_gbps: f64,
+    /// Rondo: bytes of the reorder buffer of each side's context (0: the default).
+    #[arg(long, default_value_t = 0, value_name = "BYTES")]
+    reorder_buffer: u64,
+    /// Rondo fault injection at both ends: drop each arriving datagram with this
+    /// probability.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    loss: f64,
+    /// Rondo fault injection at both ends: hold each arriving datagram back behind
+    /// the next one with this probability.
+    #[arg(long, default_value_t = 0.0, value_name = "P")]
+    reorder: f64,
+}
+
+impl ClientArgs {
+    /// The hello this client sends, before the transport adds its endpoints.
+    fn hello(&self) -> Hello {
+        let duration_s = self.duration;
+        Hello {
+            op: self.op,
+            size: self.size,
+            iterations: match duration_s {
+                Some(_) => None,
+                None => Some(self.iters.unwrap_or(1000)),
+            },
+            duration_s,
+            paths: self.paths,
+            qps: self.qps,
+            transport: self.transport,
+            mtu: self.mtu,
+            tx_depth: self.tx_depth,
+            verify_seed: self.verify.then_some(self.seed),
+            lat: self.lat,
+            busy_poll: self.busy_poll,
+            line_gbps: self.line_gbps,
+            reorder_buffer: self.reorder_buffer,
+            loss: self.loss,
+            reorder: self.reorder,
+            endpoints: Vec::new(),
+            regions: Vec::new(),
+            udp_paths: Vec::new(),
+        }
+    }
+}
+
+/// Checks a run's parameters, on the client before it connects and on the server for
+/// whatever a client sends.
+fn check(h: &Hello) -> anyhow::Result<()> {
+    ensure!(
+        (1..=MAX_SIZE).contains(&h.size),
+        "message size {} is out of range: use -s between 1 and {MAX_SIZE} bytes",
+        h.size
+    );
+    ensure!(
+        h.iterations.is_some() != h.duration_s.is_some(),
+        "give either -n ITERS or -D SECONDS"
+    );
+    if let Some(n) = h.iterations {
+        ensure!(n >= 1, "-n must be at least 1");
+    }
+    if let Some(d) = h.duration_s {
+        ensure!(
+            d.is_finite() && d > 0.0 && d <= 86_400.0,
+            "-D {d} is out of range: use a number of seconds above 0, at most a day"
+        );
+    }
+    ensure!(
+        (1..=MAX_PATHS).contains(&h.paths),
+        "--paths {} is out of range: use 1 to {MAX_PATHS}",
+        h.paths
+    );
+    ensure!(
+        (1..=MAX_PATHS).contains(&h.qps),
+        "--qps {} is out of range: use 1 to {MAX_PATHS}",
+        h.qps
+    );
+    let min_mtu = raw_udp::HEADER_LEN as u32 + 1;
+    ensure!(
+        (min_mtu..=MAX_DATAGRAM).contains(&h.mtu),
+        "--mtu {} is out of range: use {min_mtu} to {MAX_DATAGRAM} bytes",
+        h.mtu
+    );
+    ensure!(
+        h.line_gbps.is_finite() && (0.0..=10_000.0).contains(&h.line_gbps),
+        "--line-gbps {} is out of range: use 0 (default) to 10000",
+        h.line_gbps
+    );
+    for (name, p) in [("--loss", h.loss), ("--reorder", h.reorder)] {
+        ensure!(
+            (0.0..1.0).contains(&p),
+            "{name} {p} is out of range: give a probability from 0 to below 1"
+        );
+    }
+    ensure!(
+        h.reorder_buffer <= 1 << 32,
+        "--reorder-buffer {} is out of range: use at most 4 GiB",
+        h.reorder_buffer
+    );
+    ensure!(
+        (1..=4096).contains(&h.tx_depth),
+        "--tx-depth {} is out of range: use 1 to 4096",
+        h.tx_depth
+    );
+    Ok(())
+}
+
+/// Runs `rondo perf`.
+pub fn run(args: &Args) -> anyhow::Result<()> {
+    match &args.role {
+        Role::Server(s) => server::run(s),
+        Role::Client(c) => client::run(c),
+    }
+}
+
+/// A progress line on stderr, when stderr is a terminal, at most twice a second.
+pub struct Progress {
+    enabled: bool,
+    start: Instant,
+    last: Option<Instant>,
+}
+
+impl Progress {
+    /// Progress for a run starting now; silent unless `wanted` and stderr is a TTY.
+    pub fn new(wanted: bool) -> Progress {
+        Progress {
+            enabled: wanted && std::io::stderr().is_terminal(),
+            start: Instant::now(),
+            last: None,
+        }
+    }
+
+    /// Shows `done` of `total` messages (or of the run's time when untotalled).
+    pub fn tick(&mut self, done: u64, total: Option<u64>) {
+        if !self.enabled
+            || self
+                .last
+                .is_some_and(|t| t.elapsed() < Duration::from_millis(500))
+        {
+            return;
+        }
+        if self.last.is_none() && self.start.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let secs = self.start.elapsed().as_secs_f64();
+        match total {
+            Some(n) => eprint!("\r{done}/{n} messages, {secs:.1} s   "),
+            None => eprint!("\r{done} messages, {secs:.1} s   "),
+        }
+        let _ = std::io::stderr().flush();
+    }
+
+    /// Erases the progress line, if one was drawn.
+    pub fn clear(&mut self) {
+        if self.last.take().is_some() {
+            eprint!("\r\x1b[K");
+        }
+    }
+}

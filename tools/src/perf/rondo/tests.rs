@@ -1,0 +1,127 @@
+//! Client and server on two contexts of one in-process fabric.
+
+use super::requester::client_on;
+use super::responder::server_on;
+use super::*;
+use crate::perf::client::SETUP_TIMEOUT;
+use crate::perf::exchange::Transport;
+use crate::perf::exchange::{Message, Op, Report};
+use crate::perf::report::Outcome;
+use rondo_verbs::{FabricConfig, MemFabric};
+use std::net::{TcpListener, TcpStream};
+
+fn hello(op: Op, size: u64, n: u64) -> Hello {
+    Hello {
+        op,
+        size,
+        iterations: Some(n),
+        duration_s: None,
+        paths: 4,
+        qps: 2,
+        transport: Transport::Rondo,
+        mtu: 4096,
+        tx_depth: 8,
+        verify_seed: Some(5),
+        lat: false,
+        busy_poll: false,
+        line_gbps: 0.0,
+        reorder_buffer: 0,
+        loss: 0.0,
+        reorder: 0.0,
+        endpoints: Vec::new(),
+        regions: Vec::new(),
+        udp_paths: Vec::new(),
+    }
+}
+
+/// Runs client and server on two contexts of one in-process fabric, with the
+/// control exchange over loopback TCP.
+fn run(h: Hello, loss: f64) -> (Outcome, Report) {
+    run_with(h, loss, |_| {})
+}
+
+/// [`run`], with the server's copy of the hello changed by `tamper`.
+fn run_with(
+    h: Hello,
+    loss: f64,
+    tamper: impl FnOnce(&mut Hello) + Send + 'static,
+) -> (Outcome, Report) {
+    let fabric = MemFabric::new(3, FabricConfig::uniform(4, 25.0, 5.0).with_loss(loss)).unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server_ctx = Context::open_mem(
+        &fabric,
+        ContextAttr {
+            seed: 2,
+            ..context_attr(&h)
+        },
+    )
+    .unwrap();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut ctrl = Control::new(stream).unwrap();
+        let mut h = match ctrl.recv(SETUP_TIMEOUT).unwrap() {
+            Message::Hello(h) => h,
+            m => panic!("got {m:?}"),
+        };
+        tamper(&mut h);
+        server_on(&server_ctx, &mut ctrl, &h).unwrap()
+    });
+    let client_ctx = Context::open_mem(
+        &fabric,
+        ContextAttr {
+            seed: 1,
+            ..context_attr(&h)
+        },
+    )
+    .unwrap();
+    let mut ctrl = Control::new(TcpStream::connect(addr).unwrap()).unwrap();
+    let outcome = client_on(&client_ctx, &mut ctrl, h, &mut Progress::new(false)).unwrap();
+    (outcome, server.join().unwrap())
+}
+
+#[test]
+fn every_operation_moves_verified_bytes_over_the_mem_fabric() {
+    for op in [Op::Write, Op::Send, Op::Read] {
+        let (o, r) = run(hello(op, 10_000, 40), 0.0);
+        assert_eq!(o.n_iterations, 40, "{op:?}");
+        assert!(o.verified, "{op:?}: {o:?} {r:?}");
+        assert!(o.bw_average > 0.0);
+        if op != Op::Read {
+            assert_eq!(r.messages, 40);
+            assert_eq!(r.mismatched_bytes, 0);
+        }
+    }
+}
+
+#[test]
+fn a_receiver_expecting_other_bytes_does_not_verify() {
+    for op in [Op::Write, Op::Send, Op::Read] {
+        let (o, r) = run_with(hello(op, 5000, 10), 0.0, |h| h.verify_seed = Some(6));
+        assert!(!o.verified, "{op:?}: {o:?}");
+        if op != Op::Read {
+            assert!(r.mismatched_bytes > 0, "{op:?}: {r:?}");
+        }
+    }
+}
+
+#[test]
+fn verification_holds_under_loss_and_retransmits_show() {
+    let (o, _) = run(hello(Op::Write, 30_000, 60), 0.05);
+    assert!(o.verified, "{o:?}");
+    assert!(o.retx_packets > 0, "5% loss must cost retransmits: {o:?}");
+}
+
+#[test]
+fn latency_mode_echoes_every_operation() {
+    for op in [Op::Write, Op::Send, Op::Read] {
+        let mut h = hello(op, 3000, 20);
+        h.lat = true;
+        h.qps = 1;
+        let (o, _) = run(h, 0.0);
+        let l = o.latency.expect("latency mode fills the percentiles");
+        assert!(o.verified, "{op:?}: {o:?}");
+        assert_eq!(o.n_iterations, 20);
+        assert!(l.p50_us > 0.0 && l.p50_us <= l.max_us, "{op:?}: {l:?}");
+    }
+}

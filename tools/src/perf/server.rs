@@ -1,0 +1,167 @@
+//! `rondo perf server`: serves clients one after another; a client that fails (or is
+//! not a `rondo perf` client at all) is logged and the server goes on.
+
+use super::client::{op_name, raw_plan, transport_name, wait_report, SETUP_TIMEOUT};
+use super::exchange::{Accept, Control, ExchangeError, Hello, Message, Op, Report, Transport};
+use super::report::gbps;
+use super::{ceiling, check, raw_udp, rondo, ServerArgs};
+use anyhow::Context as _;
+use std::net::TcpListener;
+use std::time::Duration;
+
+/// Runs the server until stopped, or until it has served `--clients` clients.
+pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
+    let listener = TcpListener::bind((args.bind, args.port)).with_context(|| {
+        format!(
+            "listen on {}:{} (is another server running there? try --port)",
+            args.bind, args.port
+        )
+    })?;
+    eprintln!("rondo perf server listening on {}", listener.local_addr()?);
+    let mut served = 0u64;
+    while args.clients.is_none_or(|n| served < n) {
+        let (stream, peer) = match listener.accept() {
+            Ok(s) => s,
+            Err(e) => {
+                // Out of file descriptors and the like: do not spin on it.
+                eprintln!("accept failed: {e}");
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        served += 1;
+        match Control::new(stream)
+            .map_err(anyhow::Error::from)
+            .and_then(|mut c| serve(&mut c))
+        {
+            Ok(line) => eprintln!("client {peer}: {line}"),
+            Err(e) => eprintln!("client {peer}: error: {e:#}"),
+        }
+    }
+    Ok(())
+}
+
+/// Serves one client; returns the line to log.
+fn serve(ctrl: &mut Control) -> anyhow::Result<String> {
+    let hello = match ctrl.expect(SETUP_TIMEOUT, "hello", |m| match m {
+        Message::Hello(h) => Some(h),
+        _ => None,
+    }) {
+        Ok(h) => h,
+        Err(e) => {
+            // Tell a `rondo perf` peer why; anything else just gets the connection closed.
+            if matches!(
+                e,
+                ExchangeError::Version { .. }
+                    | ExchangeError::Malformed(_)
+                    | ExchangeError::Unexpected { .. }
+            ) {
+                let _ = ctrl.send(&Message::Reject {
+                    reason: e.to_string(),
+                });
+            }
+            return Err(e.into());
+        }
+    };
+    if let Err(e) = check(&hello) {
+        let _ = ctrl.send(&Message::Reject {
+            reason: format!("{e:#}"),
+        });
+        return Err(e);
+    }
+    let report = match hello.transport {
+        Transport::RawUdp => raw(ctrl, &hello)?,
+        Transport::Rondo => rondo::server(ctrl, &hello)?,
+    };
+    Ok(describe(&hello, &report))
+}
+
+/// One line about a served run.
+fn describe(h: &Hello, r: &Report) -> String {
+    // A WRITE target sees no completions, and a ping-pong is timed by its round
+    // trips: only the client's numbers count there.
+    let rate = match r.active_ns {
+        _ if h.lat => String::new(),
+        0 => String::new(),
+        ns => format!(", {:.2} Gb/s", gbps(r.bytes, Duration::from_nanos(ns))),
+    };
+    format!(
+        "{} {} B x {}, {}, {} path(s) x {} QP(s){}: {} messages{}{}{}",
+        op_name(h.op),
+        h.size,
+        h.iterations.map_or_else(
+            || format!("{} s", h.duration_s.unwrap_or(0.0)),
+            |n| n.to_string()
+        ),
+        transport_name(h.transport),
+        h.paths,
+        h.qps,
+        if h.lat { ", latency" } else { "" },
+        r.messages,
+        rate,
+        match (h.verify_seed.is_some(), r.verified) {
+            (false, _) => "",
+            (true, true) => ", verified",
+            (true, false) => ", VERIFY FAILED",
+        },
+        if r.retx_packets > 0 || r.ood_max > 0 {
+            format!(", retx {} packets, OOD max {}", r.retx_packets, r.ood_max)
+        } else {
+            String::new()
+        }
+    )
+}
+
+fn raw(ctrl: &mut Control, hello: &Hello) -> anyhow::Result<Report> {
+    let ip = ctrl.local()?.ip();
+    if ceiling::applies(hello) {
+        let mut dp = ceiling::bind(ip, hello)?;
+        ctrl.send(&Message::Accept(Accept {
+            endpoints: Vec::new(),
+            regions: Vec::new(),
+            udp_paths: dp.local_addrs().to_vec(),
+        }))?;
+        ctrl.expect(SETUP_TIMEOUT, "start", |m| match m {
+            Message::Start => Some(()),
+            _ => None,
+        })?;
+        return match hello.op {
+            Op::Write | Op::Send => {
+                let (report, _) = ceiling::receive(&mut dp, ctrl, hello)?;
+                ctrl.send(&Message::Report(report))?;
+                Ok(report)
+            }
+            Op::Read => {
+                let mut progress = super::Progress::new(false);
+                ceiling::blast(&mut dp, &hello.udp_paths, ctrl, hello, &mut progress)?;
+                wait_report(ctrl)
+            }
+        };
+    }
+    let sockets = raw_udp::bind(ip, hello.paths).context("open the UDP paths")?;
+    raw_udp::connect(&sockets, &hello.udp_paths)?;
+    ctrl.send(&Message::Accept(Accept {
+        endpoints: Vec::new(),
+        regions: Vec::new(),
+        udp_paths: raw_udp::addresses(&sockets)?,
+    }))?;
+    ctrl.expect(SETUP_TIMEOUT, "start", |m| match m {
+        Message::Start => Some(()),
+        _ => None,
+    })?;
+    let plan = raw_plan(hello);
+    let report = if hello.lat {
+        raw_udp::echo(&sockets, ctrl, &plan)?
+    } else {
+        match hello.op {
+            Op::Write | Op::Send => raw_udp::sink(&sockets, ctrl, &plan)?.0,
+            Op::Read => {
+                let mut progress = super::Progress::new(false);
+                raw_udp::blast(&sockets, ctrl, &plan, &mut progress)?;
+                return wait_report(ctrl);
+            }
+        }
+    };
+    ctrl.send(&Message::Report(report))?;
+    Ok(report)
+}

@@ -1,0 +1,441 @@
+//! `rondo perf` as a user runs it: a server and a client, two processes on loopback.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+/// The default datagram size: 4096 bytes of Rondo payload plus the engine's data
+/// header and token extension.
+const DEFAULT_MTU: usize = 4096 + rondo_ud::wire::DATA_HEADER_LEN + rondo_ud::wire::TOKEN_EXT_LEN;
+/// Datagrams of a 16 KiB raw-UDP message at the default size (raw datagrams carry
+/// the MTU less a data header).
+const RAW_PER_16K: u64 = 16384u64.div_ceil((DEFAULT_MTU - rondo_ud::wire::DATA_HEADER_LEN) as u64);
+
+/// A `rondo perf server` on an ephemeral loopback port, killed on drop.
+struct Server {
+    child: Child,
+    port: u16,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    fn start() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rondo"))
+            .args(["perf", "server", "--port", "0", "--bind", "127.0.0.1"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the server");
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+        let mut first = String::new();
+        stderr.read_line(&mut first).expect("server banner");
+        let port = first
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {first:?}"));
+        let log = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&log);
+        thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        Server { child, port, log }
+    }
+
+    fn client(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_rondo"))
+            .args([
+                "perf",
+                "client",
+                "127.0.0.1",
+                "--port",
+                &self.port.to_string(),
+            ])
+            .args(args)
+            .output()
+            .expect("run the client")
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let out = self.client(&[args, &["--json"]].concat());
+        assert!(
+            out.status.success(),
+            "client {args:?} failed: {}\nserver log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+    }
+
+    /// The server's stderr so far (waits briefly for the line about the last client).
+    fn log(&self) -> String {
+        thread::sleep(std::time::Duration::from_millis(200));
+        self.log.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn assert_bandwidth_keys(v: &Value) {
+    for key in [
+        "packets",
+        "client_cpu_s",
+        "server_cpu_s",
+        "packets_per_cpu_s",
+        "MsgSize",
+        "n_iterations",
+        "BW_peak",
+        "BW_average",
+        "MsgRate",
+        "verified",
+        "retx_packets",
+        "ood_max",
+    ] {
+        assert!(v.get(key).is_some(), "no {key} in {v}");
+    }
+    assert!(
+        v.as_object()
+            .unwrap()
+            .values()
+            .all(|x| !x.is_object() && !x.is_array()),
+        "not flat: {v}"
+    );
+    assert!(v["BW_peak"].as_f64().unwrap() >= v["BW_average"].as_f64().unwrap());
+}
+
+#[test]
+fn raw_udp_moves_every_operation_and_verifies_what_arrived() {
+    let server = Server::start();
+    for op in ["write", "send", "read"] {
+        let v = server.json(&[
+            "--transport",
+            "raw-udp",
+            "--op",
+            op,
+            "-s",
+            "16384",
+            "-n",
+            "20",
+            "--verify",
+        ]);
+        assert_bandwidth_keys(&v);
+        assert_eq!(v["MsgSize"], 16384);
+        assert_eq!(v["n_iterations"], 20);
+        assert_eq!(v["op"], op);
+        assert_eq!(v["transport"], "raw-udp");
+        // Raw UDP has no reliability: the run is verified exactly when nothing was lost.
+        let lost = v["lost_packets"].as_u64().unwrap();
+        assert_eq!(v["verified"], lost == 0, "{v}");
+        assert_eq!(
+            v["packets"].as_u64().unwrap() + lost,
+            20 * RAW_PER_16K,
+            "{v}"
+        );
+        assert!(v["BW_average"].as_f64().unwrap() > 0.0);
+    }
+    // Without --verify the datapath's raw mode blasts full-size datagrams.
+    for op in ["write", "read"] {
+        let v = server.json(&[
+            "--transport",
+            "raw-udp",
+            "--op",
+            op,
+            "-s",
+            "16384",
+            "-n",
+            "20",
+        ]);
+        assert_bandwidth_keys(&v);
+        assert_eq!(v["verified"], false);
+        let lost = v["lost_packets"].as_u64().unwrap();
+        assert_eq!(
+            v["packets"].as_u64().unwrap() + lost,
+            20 * RAW_PER_16K,
+            "{v}"
+        );
+    }
+    let log = server.log();
+    assert_eq!(log.matches("raw-udp, 4 path(s)").count(), 5, "{log}");
+}
+
+#[test]
+fn rondo_moves_every_operation_byte_exact() {
+    let server = Server::start();
+    for op in ["write", "send", "read"] {
+        let v = server.json(&[
+            "--op", op, "-s", "20000", "-n", "30", "--qps", "2", "--verify",
+        ]);
+        assert_bandwidth_keys(&v);
+        assert_eq!(v["transport"], "rondo");
+        assert_eq!(v["op"], op);
+        assert_eq!(v["MsgSize"], 20000);
+        assert_eq!(v["n_iterations"], 30);
+        assert_eq!(v["verified"], true, "{op}: {v}");
+        assert!(v["BW_average"].as_f64().unwrap() > 0.0);
+    }
+    // Without --verify nothing is claimed.
+    let v = server.json(&["-s", "1000", "-n", "10", "--busy-poll"]);
+    assert_eq!(v["verified"], false);
+    let log = server.log();
+    assert_eq!(log.matches(", verified").count(), 3, "{log}");
+    assert!(!log.contains("error"), "{log}");
+}
+
+#[test]
+fn rondo_moves_single_messages_of_boundary_sizes() {
+    // Application bytes in one full packet of the default datagram size.
+    let payload = DEFAULT_MTU
+        - rondo_ud::wire::DATA_HEADER_LEN
+        - rondo_ud::wire::token_overhead(Some(0))
+        - rondo_verbs::header::HEADER_LEN;
+    let server = Server::start();
+    for op in ["write", "send", "read"] {
+        for size in [1, payload - 1, payload, payload + 1, 1 << 20] {
+            let size = size.to_string();
+            let v = server.json(&["--op", op, "-s", &size, "-n", "1", "--verify"]);
+            assert_eq!(v["verified"], true, "{op} of {size} B: {v}");
+            assert_eq!(v["n_iterations"], 1);
+            assert_eq!(v["MsgSize"].to_string(), size);
+        }
+    }
+}
+
+#[test]
+fn rondo_stays_byte_exact_under_loss_and_reordering() {
+    let server = Server::start();
+    for op in ["write", "send", "read"] {
+        let v = server.json(&[
+            "--op",
+            op,
+            "-s",
+            "50000",
+            "-n",
+            "40",
+            "--verify",
+            "--loss",
+            "0.01",
+            "--reorder",
+            "0.01",
+        ]);
+        assert_eq!(v["verified"], true, "{op}: {v}");
+        assert_eq!(v["n_iterations"], 40);
+        assert!(
+            v["retx_packets"].as_u64().unwrap() > 0,
+            "1% loss costs retransmits: {v}"
+        );
+    }
+}
+
+#[test]
+fn timed_runs_stop_on_time() {
+    let server = Server::start();
+    for transport in ["rondo", "raw-udp"] {
+        for op in ["write", "read"] {
+            let v = server.json(&[
+                "--transport",
+                transport,
+                "--op",
+                op,
+                "-s",
+                "8192",
+                "-D",
+                "0.3",
+            ]);
+            assert_bandwidth_keys(&v);
+            assert!(
+                v["n_iterations"].as_u64().unwrap() > 0,
+                "{transport} {op}: {v}"
+            );
+            // A third of a second of traffic costs both ends measurable CPU time.
+            for key in ["client_cpu_s", "server_cpu_s", "packets_per_cpu_s"] {
+                let x = v[key].as_f64().unwrap();
+                assert!(x > 0.0, "{transport} {op}: {key} {v}");
+            }
+            assert!(
+                v["BW_average"].as_f64().unwrap() > 0.0,
+                "{transport} {op}: {v}"
+            );
+        }
+    }
+    let log = server.log();
+    assert_eq!(log.matches(" x 0.3 s, ").count(), 4, "{log}");
+}
+
+#[test]
+fn rondo_latency_mode_round_trips() {
+    let server = Server::start();
+    for op in ["write", "send", "read"] {
+        let v = server.json(&["--op", op, "--lat", "-s", "100", "-n", "20", "--verify"]);
+        assert_eq!(v["verified"], true, "{op}: {v}");
+        assert_eq!(v["n_iterations"], 20);
+        let p = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("no {k} in {v}"));
+        assert!(
+            p("lat_p50_us") > 0.0 && p("lat_p50_us") <= p("lat_max_us"),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn latency_mode_reports_percentiles() {
+    let server = Server::start();
+    let v = server.json(&[
+        "--transport",
+        "raw-udp",
+        "--lat",
+        "-s",
+        "3000",
+        "-n",
+        "50",
+        "--verify",
+        "--paths",
+        "2",
+    ]);
+    assert_bandwidth_keys(&v);
+    assert_eq!(v["n_iterations"], 50);
+    assert_eq!(v["verified"], true, "{v}");
+    let p = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("no {k} in {v}"));
+    assert!(p("lat_p50_us") > 0.0);
+    assert!(p("lat_p50_us") <= p("lat_p99_us"));
+    assert!(p("lat_p99_us") <= p("lat_p999_us"));
+    assert!(p("lat_p999_us") <= p("lat_max_us"));
+    let out = server.client(&["--transport", "raw-udp", "--lat", "-s", "100", "-n", "10"]);
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains("t_min[usec]") && table.contains("p99.9[usec]"),
+        "{table}"
+    );
+}
+
+#[test]
+fn table_output_has_perftest_columns() {
+    let server = Server::start();
+    let out = server.client(&["--transport", "raw-udp", "-s", "1000", "-n", "10"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table.contains(
+            "#bytes     #iterations   BW peak[Gb/sec]    BW average[Gb/sec]    MsgRate[Mpps]"
+        ),
+        "{table}"
+    );
+    assert!(table.contains("\n 1000       10 "), "{table}");
+}
+
+#[test]
+fn bad_arguments_are_refused_with_a_hint() {
+    let server = Server::start();
+    for (args, hint) in [
+        (&["-s", "0"][..], "use -s between 1 and"),
+        (&["--paths", "0"][..], "--paths 0 is out of range"),
+        (&["--qps", "65"][..], "--qps 65 is out of range"),
+        (&["-D", "0"][..], "-D 0 is out of range"),
+        (&["--mtu", "40"][..], "--mtu 40 is out of range"),
+        (&["--loss", "1.5"][..], "--loss 1.5 is out of range"),
+        (&["-n", "5", "-D", "1"][..], "cannot be used with"),
+        (&["--op", "atomic"][..], "invalid value 'atomic'"),
+        (&["--transport", "tcp"][..], "invalid value 'tcp'"),
+    ] {
+        let out = server.client(args);
+        assert!(!out.status.success(), "{args:?} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(hint), "{args:?}: {err}");
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_rondo"))
+        .args([
+            "perf",
+            "client",
+            "127.0.0.1",
+            "--port",
+            "1",
+            "--transport",
+            "raw-udp",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is `rondo perf server` running there?"));
+}
+
+/// One control frame, as the exchange writes it.
+fn frame(body: &str) -> Vec<u8> {
+    let mut f = b"RPRF".to_vec();
+    f.extend_from_slice(&1u16.to_be_bytes());
+    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    f.extend_from_slice(body.as_bytes());
+    f
+}
+
+fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(bytes).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    answer
+}
+
+#[test]
+fn the_server_survives_foreign_and_bad_input() {
+    let server = Server::start();
+    // Not `rondo perf` at all.
+    let answer = exchange(server.port, b"GET / HTTP/1.0\r\n\r\n");
+    assert!(answer.is_empty(), "a foreign peer gets no reply");
+    // Another version of the exchange: told why.
+    let mut old = frame("{\"type\":\"start\"}");
+    old[5] = 7;
+    let answer = String::from_utf8_lossy(&exchange(server.port, &old)).into_owned();
+    assert!(
+        answer.contains("reject") && answer.contains("version 7"),
+        "{answer}"
+    );
+    // A well-formed hello asking for something impossible: told why.
+    let hello = r#"{"type":"hello","op":"write","size":0,"iterations":10,"duration_s":null,"paths":4,"qps":1,"transport":"raw-udp","mtu":1500,"tx_depth":8,"verify_seed":null,"lat":false,"busy_poll":false,"line_gbps":0.0,"reorder_buffer":0,"loss":0.0,"reorder":0.0,"endpoints":[],"regions":[],"udp_paths":[]}"#;
+    let answer = String::from_utf8_lossy(&exchange(server.port, &frame(hello))).into_owned();
+    assert!(
+        answer.contains("reject") && answer.contains("message size 0"),
+        "{answer}"
+    );
+    // A Rondo hello whose queue-pair descriptor is garbage: told why.
+    let rondo = hello
+        .replace("\"size\":0", "\"size\":100")
+        .replace("raw-udp", "rondo")
+        .replace("\"endpoints\":[]", "\"endpoints\":[[1,2,3]]")
+        .replace("\"paths\":4", "\"paths\":1");
+    let answer = String::from_utf8_lossy(&exchange(server.port, &frame(&rondo))).into_owned();
+    assert!(
+        answer.contains("reject") && answer.contains("endpoint descriptor"),
+        "{answer}"
+    );
+    // Garbage JSON, and a connection that closes early.
+    let answer = String::from_utf8_lossy(&exchange(server.port, &frame("{\"type\":"))).into_owned();
+    assert!(answer.contains("malformed"), "{answer}");
+    exchange(server.port, b"RPRF\x00");
+
+    // And it still serves a real client.
+    let v = server.json(&["--transport", "raw-udp", "-s", "100", "-n", "5"]);
+    assert_eq!(v["n_iterations"], 5);
+    let log = server.log();
+    assert!(log.contains("not a `rondo perf` endpoint"), "{log}");
+    assert!(log.contains("message size 0 is out of range"), "{log}");
+    assert!(log.contains("closed the control connection"), "{log}");
+    assert_eq!(log.matches("error:").count(), 6, "{log}");
+}
