@@ -199,6 +199,14 @@ impl UdpDatapath {
         self.tos_readback
     }
 
+    /// Checks that datagrams of a flow with configuration `cfg` fit this datapath's
+    /// transmit buffers ([`UdpConfig::max_datagram`] bytes). Call it for every flow
+    /// of the host before driving it: a flow whose `mtu` is larger would never send
+    /// (see [`Host::poll_transmit`]).
+    pub fn check_flow(&self, cfg: &crate::FlowConfig) -> Result<(), crate::BufferTooSmall> {
+        crate::check_transmit_buffer(self.cfg.max_datagram, cfg.mtu)
+    }
+
     /// Routes the transmits of local flow `local_flow`: path i goes to `addrs[i]`,
     /// the peer's socket i. Replaces an earlier route of the same flow.
     ///

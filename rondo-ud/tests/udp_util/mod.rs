@@ -41,6 +41,8 @@ pub fn flow(paths: u16) -> FlowConfig {
 pub fn pair(udp: UdpConfig, cfg: &FlowConfig, clock: &Clock) -> (Side<Endpoint>, Side<Endpoint>) {
     let mut a = UdpDatapath::bind(udp.clone()).unwrap();
     let mut b = UdpDatapath::bind(udp).unwrap();
+    a.check_flow(cfg).unwrap();
+    b.check_flow(cfg).unwrap();
     let mut ea = Endpoint::new(EndpointConfig::default()).unwrap();
     let mut eb = Endpoint::new(EndpointConfig::default()).unwrap();
     let ha = ea.connect(clock.now(), FLOW_A, FLOW_B, cfg).unwrap();

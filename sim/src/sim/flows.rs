@@ -132,6 +132,7 @@ impl Simulator {
         let index = self.flows.len();
         let cfg = self.flow_config_template(&spec, paths, index);
         cfg.validate().map_err(rondo_ud::EndpointError::from)?;
+        rondo_ud::check_transmit_buffer(self.slab.slot_len(), cfg.mtu)?;
         self.agenda.push(spec.start, Ev::Start(index as u32));
         if spec.bytes.is_some() {
             self.finite_open += 1;
