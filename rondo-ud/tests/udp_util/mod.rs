@@ -83,6 +83,22 @@ pub fn drive<HA: Host, HB: Host>(
     false
 }
 
+/// Drives both sides until B's connection has an event and returns the first one;
+/// `None` when `rounds` rounds pass without one.
+pub fn first_event_at_b(
+    a: &mut Side<Endpoint>,
+    b: &mut Side<Endpoint>,
+    clock: &Clock,
+    rounds: usize,
+) -> Option<Event> {
+    let mut ev_b = Vec::new();
+    drive(a, b, clock, rounds, |_, b| {
+        events(&mut b.host, b.conn, &mut ev_b);
+        !ev_b.is_empty()
+    });
+    ev_b.into_iter().next()
+}
+
 /// Drains a connection's events into `out`.
 pub fn events(ep: &mut Endpoint, h: ConnectionHandle, out: &mut Vec<Event>) {
     while let Some(e) = ep.poll_event(h) {
