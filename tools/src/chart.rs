@@ -47,17 +47,7 @@ impl BarChart {
     pub fn to_svg(&self) -> String {
         let width = MARGIN + self.groups.len() as f64 * (PANEL_W + MARGIN);
         let height = PANEL_H + 3.0 * MARGIN;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-            width / 2.0,
-            escape(&self.title)
-        );
+        let mut s = svg_open(width, height, &self.title);
         for (i, name) in self.series.iter().enumerate() {
             let x = MARGIN + i as f64 * 130.0;
             let _ = writeln!(
@@ -137,6 +127,23 @@ fn number(v: f64) -> String {
 }
 
 /// Escapes text for SVG.
+/// The start of a standalone SVG document of `width` x `height`: a white page and
+/// `title` centred at the top.
+fn svg_open(width: f64, height: f64, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        width / 2.0,
+        escape(title)
+    );
+    s
+}
+
 fn escape(t: &str) -> String {
     t.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -200,17 +207,7 @@ impl LineChart {
         let slot = LINE_H + 2.0 * MARGIN;
         let width = LINE_W + 2.0 * MARGIN + 160.0;
         let height = MARGIN + self.panels.len() as f64 * slot;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-            width / 2.0,
-            escape(&self.title)
-        );
+        let mut s = svg_open(width, height, &self.title);
         for (i, p) in self.panels.iter().enumerate() {
             let y0 = MARGIN + i as f64 * slot + 10.0;
             self.line_panel(&mut s, p, y0, (x_min, x_max));
