@@ -373,6 +373,12 @@ impl UdpDatapath {
     /// Sends everything queued on `path`; payloads that stayed in the host are
     /// read from `host`.
     fn send_path<H: Host>(&mut self, path: usize, host: &H) {
+        self.send_queued(path, &|r| host.payload(r));
+    }
+
+    /// Sends everything queued on `path`; `payload` reads the payloads that are
+    /// not in the queue.
+    fn send_queued<'p>(&mut self, path: usize, payload: &dyn Fn(PayloadRef) -> &'p [u8]) {
         if self.tx[path].is_empty() {
             return;
         }
@@ -380,7 +386,7 @@ impl UdpDatapath {
         send_queue(
             fd,
             &self.tx[path],
-            &|r| host.payload(r),
+            &|r| payload(r),
             &mut self.arrays,
             &mut self.out_msgs,
             &mut self.gso,
