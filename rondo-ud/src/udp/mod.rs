@@ -14,7 +14,9 @@
 //! # let peer_addrs = my_addrs.clone();
 //! let clock = Clock::new();
 //! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
-//! ep.connect(clock.now(), 1, 2, &udp::flow_config(4)).unwrap();
+//! let flow = udp::flow_config(4);
+//! dp.check_flow(&flow).expect("the flow's mtu fits max_datagram");
+//! ep.connect(clock.now(), 1, 2, &flow).unwrap();
 //! dp.add_peer(1, peer_addrs)?; // path i of flow 1 goes to the peer's socket i
 //! loop {
 //!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
