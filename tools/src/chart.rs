@@ -78,14 +78,7 @@ fn panel(s: &mut String, g: &Group, x0: f64, y0: f64) {
     let base = y0 + PANEL_H;
     let slot = PANEL_W / g.bars.len().max(1) as f64;
     let bar_w = slot * BAR_FILL;
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{} ({})</text>"#,
-        x0 + PANEL_W / 2.0,
-        y0 - 4.0,
-        escape(&g.title),
-        escape(&g.unit)
-    );
+    panel_title(s, x0 + PANEL_W / 2.0, y0, &g.title, &g.unit);
     let _ = writeln!(
         s,
         r#"<line x1="{x0}" y1="{base}" x2="{}" y2="{base}" stroke="black"/>"#,
@@ -142,6 +135,17 @@ fn svg_open(width: f64, height: f64, title: &str) -> String {
         escape(title)
     );
     s
+}
+
+/// A panel's "title (unit)" centred on `x`, just above `y0`.
+fn panel_title(s: &mut String, x: f64, y0: f64, title: &str, unit: &str) {
+    let _ = writeln!(
+        s,
+        r#"<text x="{x}" y="{}" text-anchor="middle" font-size="12">{} ({})</text>"#,
+        y0 - 4.0,
+        escape(title),
+        escape(unit)
+    );
 }
 
 fn escape(t: &str) -> String {
@@ -227,14 +231,7 @@ impl LineChart {
         let base = y0 + LINE_H;
         let sx = |x: f64| x0 + (x - x_min) / (x_max - x_min) * LINE_W;
         let sy = |y: f64| base - y.max(0.0) / top * LINE_H;
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{} ({})</text>"#,
-            x0 + LINE_W / 2.0,
-            y0 - 4.0,
-            escape(&p.title),
-            escape(&p.unit)
-        );
+        panel_title(s, x0 + LINE_W / 2.0, y0, &p.title, &p.unit);
         let _ = writeln!(
             s,
             r#"<polyline points="{x0},{y0} {x0},{base} {},{base}" fill="none" stroke="black"/>"#,
