@@ -12,7 +12,6 @@
 use criterion::{Criterion, Throughput};
 use rondo_sim::{FlowSpec, SimConfig, Simulator, Topology};
 use rondo_ud::time::{Duration, Instant};
-use rondo_ud::FlowConfig;
 
 const HOSTS: usize = 16;
 const BYTES: u64 = 256 * 1024;
@@ -32,17 +31,8 @@ fn permutation() -> u64 {
     // A fixed derangement: host i sends to (5 i + 3) mod 16 (5 is coprime to 16).
     for src in 0..HOSTS {
         let dst = (5 * src + 3) % HOSTS;
-        sim.add_flow(FlowSpec {
-            src,
-            dst,
-            start: Instant::ZERO,
-            bytes: Some(BYTES),
-            stop: None,
-            paths: None,
-            cfg: FlowConfig::default(),
-            group: 0,
-        })
-        .expect("flow");
+        sim.add_flow(FlowSpec::transfer(src, dst, BYTES))
+            .expect("flow");
     }
     sim.run(Instant::from_us(1_000_000), &mut |_| {});
     let m = sim.metrics();

@@ -197,6 +197,10 @@ fn check(
     }
 }
 
+/// The largest [`FlowConfig::mtu`] the engine accepts (a UDP datagram's limit): a
+/// transmit buffer of this many bytes serves every flow.
+pub const MAX_MTU: usize = 65_535;
+
 impl FlowConfig {
     /// Checks every parameter; the engine refuses a configuration that fails this.
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -207,7 +211,7 @@ impl FlowConfig {
             "1 to 1024",
         )?;
         check(
-            (crate::wire::DATA_HEADER_LEN + 1..=65_535).contains(&self.mtu),
+            (crate::wire::DATA_HEADER_LEN + 1..=MAX_MTU).contains(&self.mtu),
             "mtu",
             self.mtu,
             "data header + 1 to 65535 bytes",

@@ -145,8 +145,12 @@ impl Connection {
     }
 
     /// Writes the next datagram to send into `buf` (at least `mtu` bytes): feedback
-    /// first, then retransmissions, data, probes.
+    /// first, then retransmissions, data, probes. A shorter `buf` gets `None`, with
+    /// nothing consumed, and counts in [`SenderStats::short_buffers`].
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if !self.buffer_fits(buf) {
+            return None;
+        }
         let t = match self.receiver.poll_feedback(buf) {
             Some(t) => t,
             None => self.sender.poll_transmit(now, buf, self.remote_flow)?,
@@ -165,6 +169,9 @@ impl Connection {
         now: Instant,
         buf: &mut [u8],
     ) -> Option<(Transmit, Option<PayloadAt>)> {
+        if !self.buffer_fits(buf) {
+            return None;
+        }
         let (t, at) = match self.receiver.poll_feedback(buf) {
             Some(t) => (t, None),
             None => self
@@ -178,6 +185,17 @@ impl Connection {
             },
             at,
         ))
+    }
+
+    /// True when `buf` holds a whole datagram of this flow; counts it otherwise
+    /// (writing part of a datagram, or popping what could not be written, would
+    /// lose it).
+    fn buffer_fits(&mut self, buf: &[u8]) -> bool {
+        let fits = buf.len() >= self.sender.mtu();
+        if !fits {
+            self.sender.stats.short_buffers += 1;
+        }
+        fits
     }
 
     /// Payload bytes located by [`Connection::poll_transmit_split`].

@@ -37,7 +37,7 @@ pub mod udp;
 pub mod verbs;
 pub mod wire;
 
-pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate};
+pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate, MAX_MTU};
 pub use connection::Connection;
 pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointConfig, EndpointError};
 pub use event::{ConnectionError, Event, PostError};
@@ -46,4 +46,4 @@ pub use receiver::{RxMeta, SharedBuffer};
 pub use reorder::Psn;
 pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};
 pub use time::{Duration, Instant};
-pub use transmit::{Host, PayloadRef, Priority, Transmit};
+pub use transmit::{check_transmit_buffer, BufferTooSmall, Host, PayloadRef, Priority, Transmit};

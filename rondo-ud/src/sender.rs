@@ -399,6 +399,11 @@ impl Sender {
         t.map(|t| (t, self.split_out.take()))
     }
 
+    /// The flow's datagram size: the least a transmit buffer must hold.
+    pub(crate) fn mtu(&self) -> usize {
+        self.cfg.mtu
+    }
+
     /// The payload bytes `offset..offset + len` of the message whose first PSN is
     /// `first_psn`, while it is not fully acknowledged.
     pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {

@@ -126,6 +126,10 @@ pub struct SenderStats {
     pub path_downs: u64,
     /// ACKs or NAKs that referred to nothing this sender sent.
     pub bad_feedback: u64,
+    /// `poll_transmit` calls refused, sending nothing, because the buffer was
+    /// shorter than the flow's `mtu` (a datagram is all or nothing). Anything but 0
+    /// is a driver bug: the flow stalls until the driver offers `mtu` bytes.
+    pub short_buffers: u64,
 }
 
 /// Receiver counters and distributions of one connection.

@@ -56,6 +56,31 @@ pub struct PayloadRef {
     pub len: u32,
 }
 
+/// A driver's transmit buffer is shorter than a flow's MTU: that flow could never
+/// send. Returned by the drivers when they are set up ([`check_transmit_buffer`]).
+#[derive(Clone, Copy, Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+#[error(
+    "transmit buffers of {buf} bytes cannot hold a datagram of the flow's mtu of {mtu} bytes: \
+     lower FlowConfig::mtu or give the driver larger buffers"
+)]
+pub struct BufferTooSmall {
+    /// Bytes the driver offers [`Host::poll_transmit`].
+    pub buf: usize,
+    /// The flow's `mtu`.
+    pub mtu: usize,
+}
+
+/// Checks, when a driver is set up, that its transmit buffers of `buf` bytes can
+/// hold a datagram of `mtu` bytes (see [`Host::poll_transmit`]).
+pub fn check_transmit_buffer(buf: usize, mtu: usize) -> Result<(), BufferTooSmall> {
+    if buf >= mtu {
+        Ok(())
+    } else {
+        Err(BufferTooSmall { buf, mtu })
+    }
+}
+
 /// A host as a datapath sees it: something that takes datagrams and timeouts and
 /// produces datagrams. The in-memory network, the simulator and the socket loops
 /// drive any `Host`.
@@ -66,6 +91,14 @@ pub trait Host {
     /// The time returned by [`Host::poll_timeout`] has been reached (or passed).
     fn handle_timeout(&mut self, now: Instant);
     /// Write the next datagram to send now into `buf`, if any.
+    ///
+    /// `buf` must hold at least the `mtu` of every flow of the host: a datagram is
+    /// written whole or not at all, so a connection offered fewer bytes sends
+    /// nothing, counts the refusal in [`SenderStats::short_buffers`] and stalls
+    /// until it gets a long enough buffer. Drivers check this when they are set
+    /// up, with [`check_transmit_buffer`].
+    ///
+    /// [`SenderStats::short_buffers`]: crate::SenderStats::short_buffers
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit>;
     /// The next instant at which the host wants `handle_timeout` or `poll_transmit`
     /// to be called, or `None` when it is idle until a datagram arrives.

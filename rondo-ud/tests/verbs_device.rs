@@ -93,10 +93,9 @@ fn side(dp: VerbsDatapath, peer: EndpointInfo, clock: &Clock, local: u32, remote
     dp.add_peer(local, peer)
         .expect("add the peer: one AH per path and priority");
     let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
-    let paths = peer.paths;
-    let conn = ep
-        .connect(clock.now(), local, remote, &flow_config(paths, dp.mtu()))
-        .unwrap();
+    let cfg = flow_config(peer.paths, dp.mtu());
+    dp.check_flow(&cfg).expect("the flow fits the send slots");
+    let conn = ep.connect(clock.now(), local, remote, &cfg).unwrap();
     Side { dp, ep, conn }
 }
 

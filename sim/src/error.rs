@@ -46,6 +46,9 @@ pub enum SimError {
     /// The engine refused a connection (bad flow configuration).
     #[error("the engine refused the flow: {0}")]
     Endpoint(#[from] rondo_ud::EndpointError),
+    /// A flow's datagrams do not fit the simulator's packet buffers.
+    #[error("the flow cannot send: {0}")]
+    TransmitBuffer(#[from] rondo_ud::BufferTooSmall),
     /// The engine refused a message.
     #[error("the engine refused a message: {0}")]
     Post(#[from] rondo_ud::PostError),

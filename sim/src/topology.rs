@@ -79,7 +79,10 @@ pub enum Topology {
 /// switches likewise; U is the number of uplinks of an edge switch (4 in fig2 and
 /// clos3, k/2 in a fat tree) and C that of an aggregation switch (4 or 1 in clos3,
 /// k/2 in a fat tree).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Scenario files name a kind in snake case (`link = "edge_up"` in `[[events]]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LinkKind {
     /// Host NIC to its switch.

@@ -5,7 +5,6 @@ use rondo_sim::{
     FlowSpec, LinkChange, LinkKind, Metrics, PathSpec, RunEnd, SimConfig, Simulator, Topology,
 };
 use rondo_ud::time::{Duration, Instant};
-use rondo_ud::FlowConfig;
 
 fn four_paths() -> Topology {
     Topology::Parallel {
@@ -21,16 +20,7 @@ fn four_paths() -> Topology {
 }
 
 fn transfer(bytes: u64) -> FlowSpec {
-    FlowSpec {
-        src: 0,
-        dst: 1,
-        start: Instant::ZERO,
-        bytes: Some(bytes),
-        stop: None,
-        paths: None,
-        cfg: FlowConfig::default(),
-        group: 0,
-    }
+    FlowSpec::transfer(0, 1, bytes)
 }
 
 fn fct(sim: &Simulator) -> Duration {

@@ -84,17 +84,7 @@ fn compare(delays_us: &[f64; 4]) {
         paths: sim_paths(delays_us),
     };
     let mut sim = Simulator::new(&topo, SimConfig::default()).unwrap();
-    sim.add_flow(FlowSpec {
-        src: 0,
-        dst: 1,
-        start: Instant::ZERO,
-        bytes: Some(BYTES),
-        stop: None,
-        paths: None,
-        cfg: FlowConfig::default(),
-        group: 0,
-    })
-    .unwrap();
+    sim.add_flow(FlowSpec::transfer(0, 1, BYTES)).unwrap();
     let end = sim.run(Instant::from_us(100_000), &mut |_| {});
     assert_eq!(end, rondo_sim::RunEnd::Done);
     let m = sim.metrics();

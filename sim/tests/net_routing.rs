@@ -198,16 +198,7 @@ fn impossible_topologies_are_named() {
 #[test]
 fn bad_flows_are_refused() {
     let mut sim = Simulator::new(&Topology::Fig2, SimConfig::default()).unwrap();
-    let spec = FlowSpec {
-        src: 0,
-        dst: 16,
-        start: Instant::ZERO,
-        bytes: Some(1000),
-        stop: None,
-        paths: None,
-        cfg: FlowConfig::default(),
-        group: 0,
-    };
+    let spec = FlowSpec::transfer(0, 16, 1000);
     assert!(sim
         .add_flow(FlowSpec {
             dst: 0,

@@ -76,3 +76,29 @@ fn a_missing_link_is_named() {
         "{e}"
     );
 }
+
+#[test]
+fn every_link_kind_is_named_in_scenario_files_as_the_reports_name_it() {
+    use rondo_sim::LinkKind;
+    for kind in [
+        LinkKind::HostUp,
+        LinkKind::HostDown,
+        LinkKind::PathForward,
+        LinkKind::PathReverse,
+        LinkKind::EdgeUp,
+        LinkKind::EdgeDown,
+        LinkKind::AggUp,
+        LinkKind::AggDown,
+    ] {
+        let name = rondo_sim::scenario::link_name(kind);
+        let event =
+            format!("[[events]]\nat_us = 0\nlink = \"{name}\"\nindex = 0\naction = \"fail\"\n");
+        let s = parse("events.toml", &format!("{BASE}{event}"), &[]).unwrap();
+        assert_eq!(s.events[0].link, Some(kind), "{name}");
+    }
+    let bad = "[[events]]\nat_us = 0\nlink = \"core_up\"\nindex = 0\naction = \"fail\"\n";
+    let e = parse("events.toml", &format!("{BASE}{bad}"), &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("core_up") && e.contains("agg_down"), "{e}");
+}

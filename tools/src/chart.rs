@@ -47,17 +47,7 @@ impl BarChart {
     pub fn to_svg(&self) -> String {
         let width = MARGIN + self.groups.len() as f64 * (PANEL_W + MARGIN);
         let height = PANEL_H + 3.0 * MARGIN;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-            width / 2.0,
-            escape(&self.title)
-        );
+        let mut s = svg_open(width, height, &self.title);
         for (i, name) in self.series.iter().enumerate() {
             let x = MARGIN + i as f64 * 130.0;
             let _ = writeln!(
@@ -88,14 +78,7 @@ fn panel(s: &mut String, g: &Group, x0: f64, y0: f64) {
     let base = y0 + PANEL_H;
     let slot = PANEL_W / g.bars.len().max(1) as f64;
     let bar_w = slot * BAR_FILL;
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{} ({})</text>"#,
-        x0 + PANEL_W / 2.0,
-        y0 - 4.0,
-        escape(&g.title),
-        escape(&g.unit)
-    );
+    panel_title(s, x0 + PANEL_W / 2.0, y0, &g.title, &g.unit);
     let _ = writeln!(
         s,
         r#"<line x1="{x0}" y1="{base}" x2="{}" y2="{base}" stroke="black"/>"#,
@@ -137,6 +120,34 @@ fn number(v: f64) -> String {
 }
 
 /// Escapes text for SVG.
+/// The start of a standalone SVG document of `width` x `height`: a white page and
+/// `title` centred at the top.
+fn svg_open(width: f64, height: f64, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
+        width / 2.0,
+        escape(title)
+    );
+    s
+}
+
+/// A panel's "title (unit)" centred on `x`, just above `y0`.
+fn panel_title(s: &mut String, x: f64, y0: f64, title: &str, unit: &str) {
+    let _ = writeln!(
+        s,
+        r#"<text x="{x}" y="{}" text-anchor="middle" font-size="12">{} ({})</text>"#,
+        y0 - 4.0,
+        escape(title),
+        escape(unit)
+    );
+}
+
 fn escape(t: &str) -> String {
     t.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -200,17 +211,7 @@ impl LineChart {
         let slot = LINE_H + 2.0 * MARGIN;
         let width = LINE_W + 2.0 * MARGIN + 160.0;
         let height = MARGIN + self.panels.len() as f64 * slot;
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<rect width="100%" height="100%" fill="white"/><text x="{}" y="20" text-anchor="middle" font-size="14">{}</text>"#,
-            width / 2.0,
-            escape(&self.title)
-        );
+        let mut s = svg_open(width, height, &self.title);
         for (i, p) in self.panels.iter().enumerate() {
             let y0 = MARGIN + i as f64 * slot + 10.0;
             self.line_panel(&mut s, p, y0, (x_min, x_max));
@@ -230,14 +231,7 @@ impl LineChart {
         let base = y0 + LINE_H;
         let sx = |x: f64| x0 + (x - x_min) / (x_max - x_min) * LINE_W;
         let sy = |y: f64| base - y.max(0.0) / top * LINE_H;
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-size="12">{} ({})</text>"#,
-            x0 + LINE_W / 2.0,
-            y0 - 4.0,
-            escape(&p.title),
-            escape(&p.unit)
-        );
+        panel_title(s, x0 + LINE_W / 2.0, y0, &p.title, &p.unit);
         let _ = writeln!(
             s,
             r#"<polyline points="{x0},{y0} {x0},{base} {},{base}" fill="none" stroke="black"/>"#,

@@ -11,11 +11,20 @@ fn rondo(args: &[&str]) -> Output {
         .expect("run the rondo binary")
 }
 
-fn ok_json(args: &[&str]) -> Value {
+/// Stdout of a run that must succeed.
+fn ok_stdout(args: &[&str]) -> Vec<u8> {
     let out = rondo(args);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "rondo {args:?} failed: {stderr}");
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
+    out.stdout
+}
+
+fn ok_text(args: &[&str]) -> String {
+    String::from_utf8(ok_stdout(args)).expect("stdout is UTF-8")
+}
+
+fn ok_json(args: &[&str]) -> Value {
+    serde_json::from_slice(&ok_stdout(args)).expect("stdout is one JSON object")
 }
 
 fn fails(args: &[&str]) -> String {
@@ -180,21 +189,13 @@ fn bad_scenario_files_are_named_with_the_key() {
 
 #[test]
 fn list_shows_every_builtin() {
-    let out = rondo(&["sim", "--list"]);
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    for name in [
-        "fig9-homo",
-        "fig9-hetero",
-        "fig4",
-        "fig18",
-        "fig19",
-        "fig20",
-        "clos320-permutation",
-    ] {
+    let text = ok_text(&["sim", "--list"]);
+    // sim/tests/scenario_parse.rs pins the names; here each one must be listed.
+    for b in rondo_sim::scenario::builtins() {
         assert!(
-            text.lines().any(|l| l.starts_with(name)),
-            "{name} missing from:\n{text}"
+            text.lines().any(|l| l.starts_with(b.name)),
+            "{} missing from:\n{text}",
+            b.name
         );
     }
 }
@@ -203,7 +204,7 @@ fn list_shows_every_builtin() {
 fn a_builtin_sweep_prints_a_table_and_writes_trace_and_chart() {
     let dir = temp("trace");
     let svg = temp("fig20.svg");
-    let out = rondo(&[
+    let text = ok_text(&[
         "sim",
         "--builtin",
         "fig20",
@@ -216,12 +217,6 @@ fn a_builtin_sweep_prints_a_table_and_writes_trace_and_chart() {
         "--svg",
         svg.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("fig20 scheduler=on") && text.contains("fig20 scheduler=off"));
     assert!(text.contains("OOD p99"));
     let csv = std::fs::read_to_string(dir.join("fig20_scheduler_on.csv")).unwrap();
@@ -257,7 +252,7 @@ fn a_builtin_sweep_prints_a_table_and_writes_trace_and_chart() {
 #[test]
 fn a_sweep_draws_lines_against_its_parameter() {
     let svg = temp("fig4.svg");
-    let out = rondo(&[
+    let text = ok_text(&[
         "sim",
         "--builtin",
         "fig4",
@@ -268,12 +263,6 @@ fn a_sweep_draws_lines_against_its_parameter() {
         "--svg",
         svg.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.matches("fig4 scheduler=").count(), 12, "{text}");
     let chart = std::fs::read_to_string(&svg).unwrap();
     // Three panels (OOD max, OOD avg, throughput), each with an axis and two lines,

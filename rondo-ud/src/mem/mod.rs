@@ -60,8 +60,10 @@ pub struct LinkId(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostId(pub usize);
 
-/// Bytes of the buffer handed to [`Host::poll_transmit`].
+/// Bytes of the buffer handed to [`Host::poll_transmit`]: enough for any flow.
 const SCRATCH_BYTES: usize = 64 * 1024;
+// The setup check of this driver, made once for every flow it can be given.
+const _: () = assert!(SCRATCH_BYTES >= crate::config::MAX_MTU);
 
 /// Consecutive timeouts of one host at one instant after which it is declared
 /// stuck: it keeps asking for a timeout now without making progress.

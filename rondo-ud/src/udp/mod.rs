@@ -14,7 +14,9 @@
 //! # let peer_addrs = my_addrs.clone();
 //! let clock = Clock::new();
 //! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
-//! ep.connect(clock.now(), 1, 2, &udp::flow_config(4)).unwrap();
+//! let flow = udp::flow_config(4);
+//! dp.check_flow(&flow).expect("the flow's mtu fits max_datagram");
+//! ep.connect(clock.now(), 1, 2, &flow).unwrap();
 //! dp.add_peer(1, peer_addrs)?; // path i of flow 1 goes to the peer's socket i
 //! loop {
 //!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
@@ -202,6 +204,14 @@ impl UdpDatapath {
     /// True when the kernel reports each datagram's TOS byte (ECN read-back).
     pub fn tos_readback(&self) -> bool {
         self.tos_readback
+    }
+
+    /// Checks that datagrams of a flow with configuration `cfg` fit this datapath's
+    /// transmit buffers ([`UdpConfig::max_datagram`] bytes). Call it for every flow
+    /// of the host before driving it: a flow whose `mtu` is larger would never send
+    /// (see [`Host::poll_transmit`]).
+    pub fn check_flow(&self, cfg: &crate::FlowConfig) -> Result<(), crate::BufferTooSmall> {
+        crate::check_transmit_buffer(self.cfg.max_datagram, cfg.mtu)
     }
 
     /// Routes the transmits of local flow `local_flow`: path i goes to `addrs[i]`,
@@ -394,6 +404,12 @@ impl UdpDatapath {
     /// Sends everything queued on `path`; payloads that stayed in the host are
     /// read from `host`.
     fn send_path<H: Host>(&mut self, path: usize, host: &H) {
+        self.send_queued(path, &|r| host.payload(r));
+    }
+
+    /// Sends everything queued on `path`; `payload` reads the payloads that are
+    /// not in the queue.
+    fn send_queued<'p>(&mut self, path: usize, payload: &dyn Fn(PayloadRef) -> &'p [u8]) {
         if self.tx[path].is_empty() {
             return;
         }
@@ -401,7 +417,7 @@ impl UdpDatapath {
         send_queue(
             fd,
             &self.tx[path],
-            &|r| host.payload(r),
+            &|r| payload(r),
             &mut self.arrays,
             &mut self.out_msgs,
             &mut self.gso,

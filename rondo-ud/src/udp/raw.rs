@@ -1,7 +1,7 @@
 //! `raw` mode for `rondo perf --transport raw-udp`: the same sockets and packet
 //! size with no reliability, the ceiling the Rondo datapath is measured against.
 
-use super::{send_queue, UdpDatapath};
+use super::UdpDatapath;
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -42,18 +42,7 @@ impl UdpDatapath {
                 }
             }
             for path in 0..paths {
-                let fd = std::os::fd::AsRawFd::as_raw_fd(&self.sockets[path]);
-                send_queue(
-                    fd,
-                    &self.tx[path],
-                    &|_| &[], // whole datagrams: no payload elsewhere
-                    &mut self.arrays,
-                    &mut self.out_msgs,
-                    &mut self.gso,
-                    self.v6,
-                    &mut self.stats,
-                );
-                self.tx[path].clear();
+                self.send_queued(path, &|_| &[]); // whole datagrams: no payload elsewhere
             }
         }
         Ok(self.stats.datagrams_out - before)

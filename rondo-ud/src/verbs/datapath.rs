@@ -285,6 +285,15 @@ impl VerbsDatapath {
         self.driver.stats()
     }
 
+    /// Checks that datagrams of a flow with configuration `cfg` fit this datapath's
+    /// send slots ([`VerbsDatapath::mtu`] bytes, after every `add_peer`). Call it
+    /// for every flow of the host before driving it: a flow whose `mtu` is larger
+    /// would never send (see [`Host::poll_transmit`]); [`flow_config`] makes one
+    /// that fits.
+    pub fn check_flow(&self, cfg: &crate::FlowConfig) -> Result<(), VerbsError> {
+        Ok(crate::check_transmit_buffer(self.driver.mtu, cfg.mtu)?)
+    }
+
     /// Routes local flow `local_flow` to `peer`: one AH per path and priority.
     /// The datagram size becomes the smaller of the two MTUs. Replacing the route
     /// of a flow keeps the old AHs (sends may still use them).

@@ -43,6 +43,9 @@ pub enum VerbsError {
     /// Receive-ring settings that cannot work.
     #[error(transparent)]
     RxRing(#[from] super::rx_ring::RxRingError),
+    /// A flow's datagrams do not fit the send slots (`VerbsDatapath::check_flow`).
+    #[error(transparent)]
+    BufferTooSmall(#[from] crate::BufferTooSmall),
     /// The peer's addressing data does not fit.
     #[error("peer endpoint: {0}")]
     Peer(String),

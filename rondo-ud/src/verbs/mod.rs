@@ -31,7 +31,9 @@
 //! dp.add_peer(1, peer)?;
 //! let clock = Clock::new();
 //! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
-//! ep.connect(clock.now(), 1, 2, &flow_config(8, dp.mtu())).unwrap();
+//! let flow = flow_config(8, dp.mtu());
+//! dp.check_flow(&flow)?; // after add_peer: the flow's mtu fits the send slots
+//! ep.connect(clock.now(), 1, 2, &flow).unwrap();
 //! loop {
 //!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
 //!     # break;

@@ -41,6 +41,8 @@ pub fn flow(paths: u16) -> FlowConfig {
 pub fn pair(udp: UdpConfig, cfg: &FlowConfig, clock: &Clock) -> (Side<Endpoint>, Side<Endpoint>) {
     let mut a = UdpDatapath::bind(udp.clone()).unwrap();
     let mut b = UdpDatapath::bind(udp).unwrap();
+    a.check_flow(cfg).unwrap();
+    b.check_flow(cfg).unwrap();
     let mut ea = Endpoint::new(EndpointConfig::default()).unwrap();
     let mut eb = Endpoint::new(EndpointConfig::default()).unwrap();
     let ha = ea.connect(clock.now(), FLOW_A, FLOW_B, cfg).unwrap();
@@ -79,6 +81,22 @@ pub fn drive<HA: Host, HB: Host>(
         }
     }
     false
+}
+
+/// Drives both sides until B's connection has an event and returns the first one;
+/// `None` when `rounds` rounds pass without one.
+pub fn first_event_at_b(
+    a: &mut Side<Endpoint>,
+    b: &mut Side<Endpoint>,
+    clock: &Clock,
+    rounds: usize,
+) -> Option<Event> {
+    let mut ev_b = Vec::new();
+    drive(a, b, clock, rounds, |_, b| {
+        events(&mut b.host, b.conn, &mut ev_b);
+        !ev_b.is_empty()
+    });
+    ev_b.into_iter().next()
 }
 
 /// Drains a connection's events into `out`.

@@ -49,6 +49,11 @@ impl Slab {
         }
     }
 
+    /// Bytes of a slot: the buffer each `poll_transmit` gets.
+    pub fn slot_len(&self) -> usize {
+        self.mtu
+    }
+
     pub fn alloc(&mut self) -> u32 {
         if let Some(i) = self.free.pop() {
             return i;

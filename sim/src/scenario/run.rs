@@ -4,7 +4,7 @@ use super::error::ScenarioError;
 use super::report::{
     Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats,
 };
-use super::schema::{EventAction, LinkName, Scenario, SwitchSpec, TopologySpec};
+use super::schema::{EventAction, Scenario, SwitchSpec, TopologySpec};
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
     EcnConfig, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, PfcConfig, Progress,
@@ -43,19 +43,6 @@ pub fn link_name(kind: LinkKind) -> &'static str {
         LinkKind::EdgeDown => "edge_down",
         LinkKind::AggUp => "agg_up",
         LinkKind::AggDown => "agg_down",
-    }
-}
-
-fn link_kind(name: LinkName) -> LinkKind {
-    match name {
-        LinkName::HostUp => LinkKind::HostUp,
-        LinkName::HostDown => LinkKind::HostDown,
-        LinkName::PathForward => LinkKind::PathForward,
-        LinkName::PathReverse => LinkKind::PathReverse,
-        LinkName::EdgeUp => LinkKind::EdgeUp,
-        LinkName::EdgeDown => LinkKind::EdgeDown,
-        LinkName::AggUp => LinkKind::AggUp,
-        LinkName::AggDown => LinkKind::AggDown,
     }
 }
 
@@ -204,7 +191,7 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
                 TopologySpec::Parallel(_) => sim.parallel_path_link(p),
                 _ => sim.link(LinkKind::EdgeUp, p),
             },
-            (None, Some(name), Some(index)) => sim.link(link_kind(name), index),
+            (None, Some(name), Some(index)) => sim.link(name, index),
             _ => None,
         }
         .ok_or_else(|| {

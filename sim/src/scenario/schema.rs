@@ -2,6 +2,7 @@
 //!
 //! Each table rejects unknown keys. `docs/sim.md` documents every key.
 
+use crate::LinkKind;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
@@ -508,28 +509,6 @@ pub enum EventAction {
     Restore,
 }
 
-/// A kind of link, to name one in `[[events]]` with `index` (see `docs/sim.md`).
-#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum LinkName {
-    /// A host's NIC to its switch (index: host).
-    HostUp,
-    /// A switch to a host (index: host).
-    HostDown,
-    /// Parallel topology, host 0 to host 1 (index: path).
-    PathForward,
-    /// Parallel topology, host 1 to host 0 (index: path).
-    PathReverse,
-    /// Edge switch to its j-th uplink switch (index: edge x uplinks + j).
-    EdgeUp,
-    /// The same pair, downwards.
-    EdgeDown,
-    /// Aggregation switch to its j-th core (index: agg x core uplinks + j).
-    AggUp,
-    /// The same pair, downwards.
-    AggDown,
-}
-
 /// `[[events]]`: a link change at a given time. Name the link with `path` (the
 /// parallel topology's path i, host 0 to host 1; fig2's uplink from the senders'
 /// leaf to spine i) or with `link` and `index`.
@@ -541,9 +520,9 @@ pub struct EventSpec {
     /// Which path's link.
     #[serde(default)]
     pub path: Option<usize>,
-    /// Which kind of link (with `index`).
+    /// Which kind of link (with `index`; see [`LinkKind`] for the numbering).
     #[serde(default)]
-    pub link: Option<LinkName>,
+    pub link: Option<LinkKind>,
     /// Index of the link within its kind.
     #[serde(default)]
     pub index: Option<usize>,

@@ -43,6 +43,23 @@ pub struct FlowSpec {
     pub group: u32,
 }
 
+impl FlowSpec {
+    /// A transfer of `bytes` from `src` to `dst` starting at time zero, with the
+    /// default engine configuration, as many paths as the hosts have, group 0.
+    pub fn transfer(src: usize, dst: usize, bytes: u64) -> FlowSpec {
+        FlowSpec {
+            src,
+            dst,
+            start: Instant::ZERO,
+            bytes: Some(bytes),
+            stop: None,
+            paths: None,
+            cfg: FlowConfig::default(),
+            group: 0,
+        }
+    }
+}
+
 /// What happened to one flow.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowResult {
@@ -132,6 +149,7 @@ impl Simulator {
         let index = self.flows.len();
         let cfg = self.flow_config_template(&spec, paths, index);
         cfg.validate().map_err(rondo_ud::EndpointError::from)?;
+        rondo_ud::check_transmit_buffer(self.slab.slot_len(), cfg.mtu)?;
         self.agenda.push(spec.start, Ev::Start(index as u32));
         if spec.bytes.is_some() {
             self.finite_open += 1;
