@@ -360,6 +360,11 @@ impl QueuePair {
                 let seed = h.keys.next_u64();
                 let token = self.inner.token ^ remote.token;
                 let cfg = Self::flow_config(a, h.line_rate_bps, seed, token);
+                s.dp.check_flow(&cfg).map_err(|e| VerbsError::InvalidAttr {
+                    name: "mtu",
+                    reason: e.to_string(),
+                })?;
+                let h = &mut s.host.host;
                 h.connect(now, self.inner.qpn, remote.qpn, &cfg)?;
                 s.dp.add_peer(self.inner.qpn, paths.clone())
                     .map_err(|e| VerbsError::BadEndpoint(e.to_string()))?;
