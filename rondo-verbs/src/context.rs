@@ -194,6 +194,16 @@ impl Context {
         }
     }
 
+    /// Lets the transport make progress until `cq` has a completion or `deadline`
+    /// passes (see [`CompletionQueue::wait`]).
+    pub(crate) fn wait_progress(&self, cq: &CqShared, deadline: std::time::Instant) {
+        match &self.inner.backend {
+            Backend::Mem { fabric, .. } => fabric.progress(|| !cq.is_empty()),
+            #[cfg(target_os = "linux")]
+            Backend::Udp(u) => u.wait_progress(cq, deadline),
+        }
+    }
+
     pub(crate) fn register(&self, mr: MrShared) -> Result<Arc<MrShared>, VerbsError> {
         Ok(self.with_host(|h, _| h.register(mr)))
     }

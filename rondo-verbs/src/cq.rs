@@ -4,8 +4,9 @@ use crate::context::Context;
 use crate::types::WorkCompletion;
 use crate::VerbsError;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 /// The queue the transport fills.
 #[derive(Debug)]
@@ -13,6 +14,10 @@ pub(crate) struct CqShared {
     queue: Mutex<VecDeque<WorkCompletion>>,
     depth: usize,
     overruns: AtomicU64,
+    /// Signalled on a push while `waiters` is nonzero (see [`CqShared::wait`]).
+    ready: Condvar,
+    /// Threads blocked in [`CqShared::wait`]: a push pays for a wake-up only then.
+    waiters: AtomicUsize,
 }
 
 impl CqShared {
@@ -21,6 +26,8 @@ impl CqShared {
             queue: Mutex::new(VecDeque::with_capacity(depth.min(4096))),
             depth,
             overruns: AtomicU64::new(0),
+            ready: Condvar::new(),
+            waiters: AtomicUsize::new(0),
         }
     }
 
@@ -32,6 +39,28 @@ impl CqShared {
             self.overruns.fetch_add(1, Ordering::Relaxed);
         }
         q.push_back(wc);
+        // Counted under the queue's lock by a waiter before it checks for entries,
+        // so a push either comes before that check or sees the waiter.
+        if self.waiters.load(Ordering::Acquire) > 0 {
+            self.ready.notify_all();
+        }
+    }
+
+    /// Blocks until the queue holds a completion or `deadline` passes, for a
+    /// backend whose progress thread fills it.
+    pub(crate) fn wait(&self, deadline: Instant) {
+        let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        while q.is_empty() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                break;
+            };
+            q = match self.ready.wait_timeout(q, left) {
+                Ok((q, _)) => q,
+                Err(p) => p.into_inner().0,
+            };
+        }
+        self.waiters.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Moves up to `out.len()` completions into `out`.
@@ -102,6 +131,30 @@ impl CompletionQueue {
             return Ok(n);
         }
         self.inner.ctx.progress(&self.inner.shared);
+        Ok(self.inner.shared.drain(wc))
+    }
+
+    /// Like [`CompletionQueue::poll`], but when the queue is empty it waits up to
+    /// `timeout` for a completion instead of returning at once (what a completion
+    /// channel, `ibv_req_notify_cq` and `ibv_get_cq_event`, gives on a NIC).
+    /// Returns 0 when the timeout passed with nothing completed.
+    ///
+    /// How it waits depends on the backend: on `udp` with a progress thread it
+    /// sleeps until the thread queues a completion; on `udp` with explicit progress
+    /// it runs datapath rounds while they move datagrams and sleeps in `ppoll` on
+    /// the path sockets in between (so one thread per process does all the work and
+    /// burns no CPU while it waits); on `mem` it runs the in-process fabric, as
+    /// `poll` does, once.
+    pub fn wait(&self, wc: &mut [WorkCompletion], timeout: Duration) -> Result<usize, VerbsError> {
+        if wc.is_empty() {
+            return Ok(0);
+        }
+        let n = self.inner.shared.drain(wc);
+        if n > 0 {
+            return Ok(n);
+        }
+        let deadline = Instant::now() + timeout;
+        self.inner.ctx.wait_progress(&self.inner.shared, deadline);
         Ok(self.inner.shared.drain(wc))
     }
 

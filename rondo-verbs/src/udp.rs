@@ -12,6 +12,7 @@
 //! With [`UdpAttr::progress_thread`] off, progress is explicit: each `poll_cq` runs
 //! one datapath round. `docs/verbs.md` has the measurements behind these choices.
 
+use crate::cq::CqShared;
 use crate::host::{Keys, VerbsHost};
 use crate::types::ContextStats;
 use crate::VerbsError;
@@ -229,6 +230,9 @@ pub(crate) struct UdpBackend {
     shared: Arc<Shared>,
     addrs: Vec<SocketAddr>,
     thread: Option<JoinHandle<()>>,
+    /// Explicit progress: the sleep of [`UdpBackend::wait_progress`] (the progress
+    /// thread owns it otherwise).
+    waiter: Option<Mutex<Waiter>>,
 }
 
 impl UdpBackend {
@@ -263,20 +267,21 @@ impl UdpBackend {
             waker,
             waiting: AtomicUsize::new(0),
         });
-        let thread = if attr.progress_thread {
+        let (thread, waiter) = if attr.progress_thread {
             let s = shared.clone();
             let t = std::thread::Builder::new()
                 .name("rondo-verbs-udp".into())
                 .spawn(move || progress_loop(&s, waiter))
                 .map_err(|e| VerbsError::Io(format!("spawning the progress thread: {e}")))?;
-            Some(t)
+            (Some(t), None)
         } else {
-            None
+            (None, Some(Mutex::new(waiter)))
         };
         Ok(UdpBackend {
             shared,
             addrs,
             thread,
+            waiter,
         })
     }
 
@@ -305,6 +310,49 @@ impl UdpBackend {
             std::thread::yield_now();
         } else {
             self.lock().round();
+        }
+    }
+
+    /// What `wait` does on an empty queue: with a progress thread, sleep until it
+    /// queues a completion in `cq`; without one, the progress thread's loop in the
+    /// caller's thread (rounds while they move datagrams, then a sleep in `ppoll`
+    /// until a datagram, a post or the engine's next timer), until `cq` has a
+    /// completion or `deadline` passes.
+    pub(crate) fn wait_progress(&self, cq: &CqShared, deadline: std::time::Instant) {
+        let Some(waiter) = &self.waiter else {
+            cq.wait(deadline);
+            return;
+        };
+        let mut idle = 0u32;
+        loop {
+            if !cq.is_empty() {
+                return;
+            }
+            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
+                return;
+            };
+            let mut waiter = waiter.lock().unwrap_or_else(|p| p.into_inner());
+            let sleep = {
+                let mut s = self.lock();
+                if s.round() {
+                    idle = 0;
+                    continue;
+                }
+                idle += 1;
+                if idle < IDLE_ROUNDS || !cq.is_empty() {
+                    continue;
+                }
+                let until = s.host.poll_timeout().map(|t| s.clock.until(t));
+                let d = until.unwrap_or(MAX_SLEEP).min(MAX_SLEEP).min(left);
+                if d < SHORT_WAIT {
+                    continue;
+                }
+                waiter.arm();
+                d
+            };
+            if waiter.wait(sleep).is_ok_and(|ready| ready) {
+                idle = 0;
+            }
         }
     }
 

@@ -459,3 +459,76 @@ fn the_host_profile_moves_verified_bytes_on_loopback_with_few_retransmissions() 
         "more than 10% retransmitted on a lossless loopback: {s:?}"
     );
 }
+
+#[test]
+fn wait_returns_completions_as_they_come_with_and_without_a_progress_thread() {
+    for a_thread in [true, false] {
+        // A requests; B only serves, with explicit progress: its one thread blocks in
+        // `wait` for the receive, and that wait is what runs B's datapath.
+        let a = udp_side(UdpAttr {
+            progress_thread: a_thread,
+            ..UdpAttr::default()
+        });
+        let b = udp_side(UdpAttr {
+            progress_thread: false,
+            fault_seed: 2,
+            ..UdpAttr::default()
+        });
+        a.qp.connect(&b.qp.endpoint()).unwrap();
+        b.qp.connect(&a.qp.endpoint()).unwrap();
+        let mut wc = [WorkCompletion::default(); 4];
+        // Nothing in flight: the wait times out empty.
+        assert_eq!(
+            a.cq.wait(&mut wc, std::time::Duration::from_millis(20))
+                .unwrap(),
+            0
+        );
+        assert_eq!(
+            b.cq.wait(&mut wc, std::time::Duration::from_millis(20))
+                .unwrap(),
+            0
+        );
+        let data = pattern(9, 300_000);
+        a.mr.write(0, &data).unwrap();
+        b.qp.post_recv(&RecvWr {
+            wr_id: 11,
+            sg_list: vec![Sge::new(&b.mr, 0, 300_000)],
+        })
+        .unwrap();
+        a.qp.post_send(&SendWr::send(7, vec![Sge::new(&a.mr, 0, 300_000)]))
+            .unwrap();
+        let (b_cq, b_mr) = (b.cq.clone(), b.mr.clone());
+        let server = std::thread::spawn(move || {
+            let mut wc = [WorkCompletion::default(); 4];
+            // Long enough for any CI machine; returns as soon as the receive completes.
+            let n = b_cq
+                .wait(&mut wc, std::time::Duration::from_secs(60))
+                .unwrap();
+            let mut got = vec![0; 300_000];
+            b_mr.read(0, &mut got).unwrap();
+            (n, wc[0], got)
+        });
+        let start = std::time::Instant::now();
+        let mut got_a = 0;
+        while got_a == 0 {
+            got_a =
+                a.cq.wait(&mut wc, std::time::Duration::from_millis(50))
+                    .unwrap();
+            if server.is_finished() {
+                // B's waiter is gone and B has no thread: poll B so that its
+                // datapath keeps answering A.
+                let mut bwc = [WorkCompletion::default(); 4];
+                b.cq.poll(&mut bwc).unwrap();
+            }
+            assert!(start.elapsed().as_secs() < 60, "A's SEND never completed");
+        }
+        assert_eq!((wc[0].wr_id, wc[0].status), (7, WcStatus::Success));
+        let (n, r, got) = server.join().unwrap();
+        assert_eq!(
+            (n, r.wr_id, r.byte_len, r.status),
+            (1, 11, 300_000, WcStatus::Success),
+            "progress thread on A: {a_thread}"
+        );
+        assert!(got == data, "progress thread on A: {a_thread}");
+    }
+}

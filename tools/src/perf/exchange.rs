@@ -68,8 +68,12 @@ pub struct Hello {
     pub verify_seed: Option<u64>,
     /// Latency (ping-pong) mode.
     pub lat: bool,
-    /// Rondo: spin on empty completion queues instead of napping.
+    /// Rondo: spin on empty completion queues instead of waiting on them.
     pub busy_poll: bool,
+    /// Rondo on UDP: progress threads on both sides instead of explicit progress
+    /// from the polling thread (see `--progress-thread`).
+    #[serde(default)]
+    pub progress_thread: bool,
     /// Rondo: host line rate given to the engine, Gb/s (0: the backend's default).
     pub line_gbps: f64,
     /// Rondo: bytes of each context's reorder buffer (0: the default).
@@ -401,6 +405,7 @@ mod tests {
             verify_seed: Some(9),
             lat: false,
             busy_poll: false,
+            progress_thread: false,
             line_gbps: 0.0,
             reorder_buffer: 0,
             loss: 0.0,

@@ -104,10 +104,17 @@ pub struct ClientArgs {
     /// Latency mode: ping-pong one message at a time, print percentiles.
     #[arg(long)]
     lat: bool,
-    /// Rondo bandwidth runs: spin on an empty completion queue (perftest's way)
-    /// instead of napping 100 us while the UDP backend's progress thread works.
+    /// Rondo: spin on an empty completion queue (perftest's way) instead of
+    /// waiting for a completion with `CompletionQueue::wait` (bandwidth runs).
     #[arg(long)]
     busy_poll: bool,
+    /// Rondo on UDP: give each side's context a progress thread (the backend's
+    /// default for applications). Without it the thread that polls the completion
+    /// queue runs the datapath (explicit progress), as one thread per side does in
+    /// raw UDP; a side that has nothing to poll (the server of WRITE without
+    /// `--verify`, of READ) always gets a progress thread.
+    #[arg(long)]
+    progress_thread: bool,
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
@@ -155,6 +162,7 @@ impl ClientArgs {
             verify_seed: self.verify.then_some(self.seed),
             lat: self.lat,
             busy_poll: self.busy_poll,
+            progress_thread: self.progress_thread,
             line_gbps: self.line_gbps,
             reorder_buffer: self.reorder_buffer,
             loss: self.loss,

@@ -21,7 +21,7 @@ mod responder;
 #[cfg(test)]
 mod tests;
 
-use super::exchange::{Control, Hello, Message, Region, Report};
+use super::exchange::{Control, Hello, Message, Op, Region, Report};
 use super::pattern::Pattern;
 use super::report::Outcome;
 use super::Progress;
@@ -38,9 +38,10 @@ use std::time::Duration;
 const SLOT_BYTES: u64 = 64 << 20;
 /// A run that completes nothing for this long has failed.
 const STALL: Duration = Duration::from_secs(10);
-/// Bandwidth runs on the UDP backend nap this long when a poll finds nothing (its
-/// progress thread moves the data meanwhile), unless `--busy-poll`.
-const NAP: Duration = Duration::from_micros(100);
+/// Bandwidth runs wait at most this long for a completion in one
+/// `CompletionQueue::wait` (unless `--busy-poll`), so that their loops still check
+/// the clock and the stall timeout.
+const WAIT: Duration = Duration::from_millis(2);
 
 /// Slots per queue pair: as many as `--tx-depth` allows within [`SLOT_BYTES`], at
 /// least one; latency mode needs one.
@@ -70,8 +71,8 @@ struct Side {
     slots: usize,
     size: usize,
     pattern: Option<Pattern>,
-    /// Sleep after an empty poll (see [`NAP`]).
-    nap: Option<Duration>,
+    /// Wait for completions this long at most instead of polling (see [`WAIT`]).
+    wait: Option<Duration>,
 }
 
 impl Side {
@@ -109,7 +110,7 @@ impl Side {
             slots,
             size,
             pattern: h.verify_seed.map(Pattern::new),
-            nap: (!h.busy_poll && !h.lat && ctx.device_name() == "udp").then_some(NAP),
+            wait: (!h.busy_poll && !h.lat).then_some(WAIT),
         })
     }
 
@@ -186,13 +187,13 @@ impl Side {
             .context("post a receive")
     }
 
-    /// Polls the CQ (napping when it is empty and the run allows it); a failed work
-    /// request ends the run.
+    /// Polls the CQ (waiting a little when it is empty and the run allows it); a
+    /// failed work request ends the run.
     fn poll<'w>(&self, wcs: &'w mut [WorkCompletion]) -> anyhow::Result<&'w [WorkCompletion]> {
-        let n = self.cq.poll(wcs)?;
-        if let (0, Some(nap)) = (n, self.nap) {
-            std::thread::sleep(nap);
-        }
+        let n = match self.wait {
+            Some(w) => self.cq.wait(wcs, w)?,
+            None => self.cq.poll(wcs)?,
+        };
         for wc in &wcs[..n] {
             if wc.status != WcStatus::Success {
                 bail!(
@@ -228,6 +229,17 @@ struct Counters {
     data_packets_received: u64,
 }
 
+/// `side` of [`open`] for the client and the server.
+const CLIENT: u64 = 0;
+const SERVER: u64 = 1;
+
+/// Whether the server polls its completion queue during the run: it does when
+/// receives complete there (SEND, and WRITE with immediates: verified or echoed);
+/// otherwise it waits on the control connection and a progress thread serves.
+fn server_polls(h: &Hello) -> bool {
+    h.op == Op::Send || (h.op == Op::Write && (h.lat || h.verify_seed.is_some()))
+}
+
 /// Opens a context for a run over UDP: one socket per path on the interface that
 /// reaches the peer, the reorder buffer, line rate and fault injection of the run
 /// (`side` keeps the two ends' injected faults apart).
@@ -241,6 +253,7 @@ fn open(ctrl: &Control, h: &Hello, side: u64) -> anyhow::Result<Context> {
         udp.line_rate_bps = (h.line_gbps * 1e9) as u64;
     }
     udp.loss = h.loss;
+    udp.progress_thread = h.progress_thread || (side == SERVER && !server_polls(h));
     udp.reorder = h.reorder;
     udp.fault_seed = h
         .verify_seed
@@ -270,13 +283,13 @@ pub fn client(
     hello: Hello,
     progress: &mut Progress,
 ) -> anyhow::Result<Outcome> {
-    let ctx = open(ctrl, &hello, 0)?;
+    let ctx = open(ctrl, &hello, CLIENT)?;
     client_on(&ctx, ctrl, hello, progress)
 }
 
 /// Server side of a Rondo run.
 pub fn server(ctrl: &mut Control, hello: &Hello) -> anyhow::Result<Report> {
-    let ctx = match open(ctrl, hello, 1) {
+    let ctx = match open(ctrl, hello, SERVER) {
         Ok(c) => c,
         Err(e) => {
             let _ = ctrl.send(&Message::Reject {

@@ -28,11 +28,7 @@ fn set_up(ctx: &Context, h: &Hello) -> anyhow::Result<(Side, Option<bool>)> {
         }
     }
     // Receives: SENDs land in them; verified or echoed WRITEs carry an immediate.
-    let recvs = match h.op {
-        Op::Send => Some(true),
-        Op::Write if h.lat || h.verify_seed.is_some() => Some(false),
-        _ => None,
-    };
+    let recvs = super::server_polls(h).then_some(h.op == Op::Send);
     if let Some(with_buffer) = recvs {
         for q in 0..side.qps.len() {
             for slot in 0..side.slots {
