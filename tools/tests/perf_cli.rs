@@ -7,9 +7,12 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-/// The default datagram size: 4096 bytes of Rondo payload plus the engine's data
-/// header and token extension.
-const DEFAULT_MTU: usize = 4096 + rondo_ud::wire::DATA_HEADER_LEN + rondo_ud::wire::TOKEN_EXT_LEN;
+/// The default datagram size: 4096 bytes of application data plus the engine's data
+/// header, token extension and the verbs header.
+const DEFAULT_MTU: usize = 4096
+    + rondo_ud::wire::DATA_HEADER_LEN
+    + rondo_ud::wire::TOKEN_EXT_LEN
+    + rondo_verbs::header::HEADER_LEN;
 /// Datagrams of a 16 KiB raw-UDP message at the default size (raw datagrams carry
 /// the MTU less a data header).
 const RAW_PER_16K: u64 = 16384u64.div_ceil((DEFAULT_MTU - rondo_ud::wire::DATA_HEADER_LEN) as u64);

@@ -30,11 +30,15 @@ pub const MAX_SIZE: u64 = 1 << 30;
 pub const MAX_PATHS: u32 = 64;
 /// Largest UDP payload.
 const MAX_DATAGRAM: u32 = 65_507;
-/// Default datagram size: a Rondo data packet with RoCE's 4096-byte payload (engine
-/// header and connection token included); raw UDP runs send datagrams of the same
-/// size.
-pub const DEFAULT_MTU: u32 =
-    4096 + rondo_ud::wire::DATA_HEADER_LEN as u32 + rondo_ud::wire::TOKEN_EXT_LEN as u32;
+/// Default datagram size: a Rondo data packet that carries 4096 bytes of application
+/// data after the verbs header, as a RoCE packet at MTU 4096 carries 4096 bytes
+/// after its BTH and RETH (engine header, connection token and verbs header
+/// included), so that a 4 KiB message is one packet; raw UDP runs send datagrams of
+/// the same size.
+pub const DEFAULT_MTU: u32 = 4096
+    + rondo_ud::wire::DATA_HEADER_LEN as u32
+    + rondo_ud::wire::TOKEN_EXT_LEN as u32
+    + rondo_verbs::header::HEADER_LEN as u32;
 
 /// Options of `rondo perf`.
 #[derive(Debug, clap::Args)]
