@@ -29,9 +29,7 @@ fn data_datagram(flow: u32, psn: u32, len: usize, token: Option<u64>) -> Vec<u8>
             payload_len: len,
         }),
     };
-    let mut buf = vec![0x33; repr.buffer_len_with_token(token)];
-    repr.emit_with_token(&mut buf, token).unwrap();
-    buf
+    repr.to_datagram(&vec![0x33; len], token).unwrap()
 }
 
 /// Emits one datagram per priority class, then nothing.

@@ -7,13 +7,13 @@
 //! default flow configuration (pacing and probing on) instead of
 //! `QpInitAttr::udp`'s.
 
+mod common;
+
+use common::{connected_pair, numeric_args, write_loop};
 use rondo_verbs::*;
 
 fn main() -> Result<(), VerbsError> {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse().expect("a number"))
-        .collect();
+    let args = numeric_args();
     let size = args.first().copied().unwrap_or(65_536);
     let iters = args.get(1).copied().unwrap_or(2_000);
     let paths = args.get(2).copied().unwrap_or(4) as u16;
@@ -38,52 +38,21 @@ fn main() -> Result<(), VerbsError> {
             ..FlowConfig::default()
         };
     }
-    let open = || -> Result<_, VerbsError> {
-        let ctx = Context::open_udp(ContextAttr::default(), udp.clone())?;
-        let pd = ctx.alloc_pd()?;
-        let cq = ctx.create_cq(4 * depth)?;
-        let qp = ctx.create_qp(&pd, &cq, &cq, attr.clone())?;
-        let mr = pd.register(size.max(1), AccessFlags::ALL)?;
-        Ok((ctx, cq, qp, mr))
-    };
-    let (ca, cq, qa, ma) = open()?;
-    let (cb, cqb, qb, mb) = open()?;
-    qa.connect(&qb.endpoint())?;
-    qb.connect(&qa.endpoint())?;
-    let remote = RemoteAddr {
-        addr: mb.addr(),
-        rkey: mb.rkey(),
-    };
-    let wr = SendWr::write(0, vec![Sge::new(&ma, 0, size as u32)], remote);
+    let open = |_| Context::open_udp(ContextAttr::default(), udp.clone());
+    let (a, b) = connected_pair(open, &attr, size)?;
     let start = std::time::Instant::now();
-    let (mut posted, mut done) = (0, 0);
-    let mut wc = [WorkCompletion::default(); 32];
-    while done < iters {
-        while posted < iters && posted - done < depth {
-            qa.post_send(&wr)?;
-            posted += 1;
-        }
-        let n = cq.poll(&mut wc)?;
-        for w in &wc[..n] {
-            assert_eq!(w.status, WcStatus::Success, "{w:?}");
-        }
-        done += n;
-        if !threaded {
-            // B only serves WRITEs, but without a thread it moves only when polled.
-            cqb.poll(&mut wc)?;
-        }
-    }
+    write_loop(&a, &b, size, iters, depth, !threaded)?;
     let secs = start.elapsed().as_secs_f64();
-    let s = qa.stats();
+    let s = a.qp.stats();
     println!(
         "{size} B x {iters}: {:.2} Gb/s, {:.3} Mmsg/s, retx {}, ood_max(b) {}, acks(b) {}, ctx a {:?} b {:?}",
         (size * iters) as f64 * 8.0 / secs / 1e9,
         iters as f64 / secs / 1e6,
         s.retx_packets,
-        qb.stats().ood_max,
-        qb.stats().acks_sent,
-        ca.stats(),
-        cb.stats(),
+        b.qp.stats().ood_max,
+        b.qp.stats().acks_sent,
+        a.ctx.stats(),
+        b.ctx.stats(),
     );
     Ok(())
 }

@@ -34,11 +34,7 @@ fn forged_write(flow: u32, psn: u32, token: Option<u64>, target: &MemoryRegion) 
             payload_len: msg.len(),
         }),
     };
-    let mut buf = vec![0u8; 256];
-    let h = repr.emit_with_token(&mut buf, token).unwrap();
-    buf[h..h + msg.len()].copy_from_slice(&msg);
-    buf.truncate(repr.buffer_len_with_token(token));
-    buf
+    repr.to_datagram(&msg, token).unwrap()
 }
 
 fn untouched(mr: &MemoryRegion) {

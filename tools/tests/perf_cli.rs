@@ -17,6 +17,15 @@ const DEFAULT_MTU: usize = 4096
 /// the MTU less a data header).
 const RAW_PER_16K: u64 = 16384u64.div_ceil((DEFAULT_MTU - rondo_ud::wire::DATA_HEADER_LEN) as u64);
 
+/// `rondo perf client` against loopback `port`, run to completion.
+fn client(port: u16, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rondo"))
+        .args(["perf", "client", "127.0.0.1", "--port", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("run the client")
+}
+
 /// A `rondo perf server` on an ephemeral loopback port, killed on drop.
 struct Server {
     child: Child,
@@ -54,17 +63,7 @@ impl Server {
     }
 
     fn client(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_rondo"))
-            .args([
-                "perf",
-                "client",
-                "127.0.0.1",
-                "--port",
-                &self.port.to_string(),
-            ])
-            .args(args)
-            .output()
-            .expect("run the client")
+        client(self.port, args)
     }
 
     fn json(&self, args: &[&str]) -> Value {
@@ -82,6 +81,13 @@ impl Server {
     fn log(&self) -> String {
         thread::sleep(std::time::Duration::from_millis(200));
         self.log.lock().unwrap().clone()
+    }
+
+    /// Asserts that the server logged `pattern` exactly `times` times; returns the log.
+    fn assert_logged(&self, pattern: &str, times: usize) -> String {
+        let log = self.log();
+        assert_eq!(log.matches(pattern).count(), times, "{pattern:?}: {log}");
+        log
     }
 }
 
@@ -116,14 +122,39 @@ fn assert_bandwidth_keys(v: &Value) {
             .all(|x| !x.is_object() && !x.is_array()),
         "not flat: {v}"
     );
-    assert!(v["BW_peak"].as_f64().unwrap() >= v["BW_average"].as_f64().unwrap());
+    assert!(number(v, "BW_peak") >= number(v, "BW_average"), "{v}");
+}
+
+/// A bandwidth report of `op` over `transport` that moved data: every perftest
+/// key, and a positive average bandwidth.
+fn assert_bandwidth_report(v: &Value, transport: &str, op: &str) {
+    assert_bandwidth_keys(v);
+    assert_eq!(v["transport"], transport, "{v}");
+    assert_eq!(v["op"], op, "{v}");
+    assert!(number(v, "BW_average") > 0.0, "{transport} {op}: {v}");
+}
+
+/// `v[key]` as a number.
+fn number(v: &Value, key: &str) -> f64 {
+    v[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no number {key} in {v}"))
 }
 
 #[test]
 fn raw_udp_moves_every_operation_and_verifies_what_arrived() {
     let server = Server::start();
-    for op in ["write", "send", "read"] {
-        let v = server.json(&[
+    // Every op with --verify; WRITE and READ also without it, where the datapath's
+    // raw mode blasts full-size datagrams.
+    let runs = [
+        ("write", true),
+        ("send", true),
+        ("read", true),
+        ("write", false),
+        ("read", false),
+    ];
+    for (op, verify) in runs {
+        let mut args = vec![
             "--transport",
             "raw-udp",
             "--op",
@@ -132,46 +163,25 @@ fn raw_udp_moves_every_operation_and_verifies_what_arrived() {
             "16384",
             "-n",
             "20",
-            "--verify",
-        ]);
-        assert_bandwidth_keys(&v);
+        ];
+        if verify {
+            args.push("--verify");
+        }
+        let v = server.json(&args);
+        assert_bandwidth_report(&v, "raw-udp", op);
         assert_eq!(v["MsgSize"], 16384);
         assert_eq!(v["n_iterations"], 20);
-        assert_eq!(v["op"], op);
-        assert_eq!(v["transport"], "raw-udp");
-        // Raw UDP has no reliability: the run is verified exactly when nothing was lost.
-        let lost = v["lost_packets"].as_u64().unwrap();
-        assert_eq!(v["verified"], lost == 0, "{v}");
-        assert_eq!(
-            v["packets"].as_u64().unwrap() + lost,
-            20 * RAW_PER_16K,
-            "{v}"
-        );
-        assert!(v["BW_average"].as_f64().unwrap() > 0.0);
-    }
-    // Without --verify the datapath's raw mode blasts full-size datagrams.
-    for op in ["write", "read"] {
-        let v = server.json(&[
-            "--transport",
-            "raw-udp",
-            "--op",
-            op,
-            "-s",
-            "16384",
-            "-n",
-            "20",
-        ]);
-        assert_bandwidth_keys(&v);
-        assert_eq!(v["verified"], false);
         let lost = v["lost_packets"].as_u64().unwrap();
         assert_eq!(
             v["packets"].as_u64().unwrap() + lost,
             20 * RAW_PER_16K,
             "{v}"
         );
+        // Raw UDP has no reliability: a run is verified exactly when it was asked to
+        // be and nothing was lost.
+        assert_eq!(v["verified"], verify && lost == 0, "{op}: {v}");
     }
-    let log = server.log();
-    assert_eq!(log.matches("raw-udp, 4 path(s)").count(), 5, "{log}");
+    server.assert_logged("raw-udp, 4 path(s)", runs.len());
 }
 
 #[test]
@@ -181,19 +191,15 @@ fn rondo_moves_every_operation_byte_exact() {
         let v = server.json(&[
             "--op", op, "-s", "20000", "-n", "30", "--qps", "2", "--verify",
         ]);
-        assert_bandwidth_keys(&v);
-        assert_eq!(v["transport"], "rondo");
-        assert_eq!(v["op"], op);
+        assert_bandwidth_report(&v, "rondo", op);
         assert_eq!(v["MsgSize"], 20000);
         assert_eq!(v["n_iterations"], 30);
         assert_eq!(v["verified"], true, "{op}: {v}");
-        assert!(v["BW_average"].as_f64().unwrap() > 0.0);
     }
     // Without --verify nothing is claimed.
     let v = server.json(&["-s", "1000", "-n", "10", "--busy-poll"]);
     assert_eq!(v["verified"], false);
-    let log = server.log();
-    assert_eq!(log.matches(", verified").count(), 3, "{log}");
+    let log = server.assert_logged(", verified", 3);
     assert!(!log.contains("error"), "{log}");
 }
 
@@ -257,24 +263,18 @@ fn timed_runs_stop_on_time() {
                 "-D",
                 "0.3",
             ]);
-            assert_bandwidth_keys(&v);
+            assert_bandwidth_report(&v, transport, op);
             assert!(
                 v["n_iterations"].as_u64().unwrap() > 0,
                 "{transport} {op}: {v}"
             );
             // A third of a second of traffic costs both ends measurable CPU time.
             for key in ["client_cpu_s", "server_cpu_s", "packets_per_cpu_s"] {
-                let x = v[key].as_f64().unwrap();
-                assert!(x > 0.0, "{transport} {op}: {key} {v}");
+                assert!(number(&v, key) > 0.0, "{transport} {op}: {key} {v}");
             }
-            assert!(
-                v["BW_average"].as_f64().unwrap() > 0.0,
-                "{transport} {op}: {v}"
-            );
         }
     }
-    let log = server.log();
-    assert_eq!(log.matches(" x 0.3 s, ").count(), 4, "{log}");
+    server.assert_logged(" x 0.3 s, ", 4);
 }
 
 #[test]
@@ -284,7 +284,7 @@ fn rondo_latency_mode_round_trips() {
         let v = server.json(&["--op", op, "--lat", "-s", "100", "-n", "20", "--verify"]);
         assert_eq!(v["verified"], true, "{op}: {v}");
         assert_eq!(v["n_iterations"], 20);
-        let p = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("no {k} in {v}"));
+        let p = |k| number(&v, k);
         assert!(
             p("lat_p50_us") > 0.0 && p("lat_p50_us") <= p("lat_max_us"),
             "{v}"
@@ -310,7 +310,7 @@ fn latency_mode_reports_percentiles() {
     assert_bandwidth_keys(&v);
     assert_eq!(v["n_iterations"], 50);
     assert_eq!(v["verified"], true, "{v}");
-    let p = |k: &str| v[k].as_f64().unwrap_or_else(|| panic!("no {k} in {v}"));
+    let p = |k| number(&v, k);
     assert!(p("lat_p50_us") > 0.0);
     assert!(p("lat_p50_us") <= p("lat_p99_us"));
     assert!(p("lat_p99_us") <= p("lat_p999_us"));
@@ -362,18 +362,8 @@ fn bad_arguments_are_refused_with_a_hint() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(hint), "{args:?}: {err}");
     }
-    let out = Command::new(env!("CARGO_BIN_EXE_rondo"))
-        .args([
-            "perf",
-            "client",
-            "127.0.0.1",
-            "--port",
-            "1",
-            "--transport",
-            "raw-udp",
-        ])
-        .output()
-        .unwrap();
+    // Nobody listens on port 1.
+    let out = client(1, &["--transport", "raw-udp"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `rondo perf server` running there?"));
 }
@@ -436,9 +426,8 @@ fn the_server_survives_foreign_and_bad_input() {
     // And it still serves a real client.
     let v = server.json(&["--transport", "raw-udp", "-s", "100", "-n", "5"]);
     assert_eq!(v["n_iterations"], 5);
-    let log = server.log();
+    let log = server.assert_logged("error:", 6);
     assert!(log.contains("not a `rondo perf` endpoint"), "{log}");
     assert!(log.contains("message size 0 is out of range"), "{log}");
     assert!(log.contains("closed the control connection"), "{log}");
-    assert_eq!(log.matches("error:").count(), 6, "{log}");
 }

@@ -82,6 +82,15 @@ pub enum WireError {
         /// Offset in the datagram of the extension's type byte.
         at: usize,
     },
+    /// The payload given to [`Repr::to_datagram`](super::Repr::to_datagram) is not as
+    /// long as the header says.
+    #[error("payload of {got} bytes, the header says {expected}: pass exactly the DATA payload, and nothing for other packet types")]
+    PayloadLength {
+        /// Bytes the header announces: DATA `payload_len`, 0 for the other types.
+        expected: usize,
+        /// Bytes given.
+        got: usize,
+    },
     /// The buffer given to [`Repr::emit`](super::Repr::emit) is shorter than
     /// [`Repr::buffer_len`](super::Repr::buffer_len).
     #[error("buffer of {got} bytes too small, the packet needs {needed}")]

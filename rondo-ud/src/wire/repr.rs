@@ -342,6 +342,30 @@ impl Repr {
         }
         Ok(header_len)
     }
+
+    /// The whole datagram in a new buffer: the header as [`Repr::emit_with_token`]
+    /// writes it with `token`, then `payload`, which must be exactly the DATA payload
+    /// (`payload_len` bytes; empty for the other types). For tools and tests that
+    /// build, forge or replay packets; the engine writes into the caller's buffer.
+    ///
+    /// Errors: [`WireError::PayloadLength`] when `payload` has another length; as
+    /// [`Repr::emit`] otherwise.
+    pub fn to_datagram(&self, payload: &[u8], token: Option<u64>) -> Result<Vec<u8>, WireError> {
+        let expected = match self.body {
+            Body::Data(data) => data.payload_len,
+            Body::Probe(_) | Body::Ack(_) | Body::Nak(..) => 0,
+        };
+        if payload.len() != expected {
+            return Err(WireError::PayloadLength {
+                expected,
+                got: payload.len(),
+            });
+        }
+        let mut buf = vec![0; self.buffer_len_with_token(token)];
+        let header_len = self.emit_with_token(&mut buf, token)?;
+        buf[header_len..header_len + payload.len()].copy_from_slice(payload);
+        Ok(buf)
+    }
 }
 
 fn emit_feedback(packet: &mut Packet<&mut [u8]>, feedback: &FeedbackRepr, nak_reason: u8) {

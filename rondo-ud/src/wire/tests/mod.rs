@@ -192,6 +192,48 @@ fn emit_leaves_bytes_past_the_packet_alone() {
 }
 
 #[test]
+fn to_datagram_is_header_then_payload() {
+    let mut repr = data_repr(4, 4, 10);
+    repr.common.flags = Flags::RETX; // emit adds neither FIRST nor LAST here
+    let token = Some(0x0102_0304_0506_0708);
+    let bytes = repr.to_datagram(b"wxyz", token).unwrap();
+    assert_eq!(bytes.len(), repr.buffer_len_with_token(token));
+    let mut by_hand = vec![0; bytes.len()];
+    let header_len = repr.emit_with_token(&mut by_hand, token).unwrap();
+    by_hand[header_len..].copy_from_slice(b"wxyz");
+    assert_eq!(bytes, by_hand);
+    let (parsed, payload) = parse(&bytes).unwrap();
+    assert_eq!((parsed, payload), (repr, &b"wxyz"[..]));
+    let ack = ack_repr().to_datagram(&[], None).unwrap();
+    assert_eq!(ack, hex(ACK_HEX));
+}
+
+#[test]
+fn to_datagram_refuses_a_payload_of_another_length() {
+    let repr = data_repr(4, 4, 10);
+    assert_eq!(
+        repr.to_datagram(b"abc", None),
+        Err(WireError::PayloadLength {
+            expected: 4,
+            got: 3
+        })
+    );
+    assert_eq!(
+        ack_repr().to_datagram(b"x", None),
+        Err(WireError::PayloadLength {
+            expected: 0,
+            got: 1
+        })
+    );
+    // The header's own checks still apply.
+    let bad = data_repr(8, 4, 10);
+    assert!(matches!(
+        bad.to_datagram(b"abcd", None),
+        Err(WireError::InconsistentMessage { .. })
+    ));
+}
+
+#[test]
 fn flags_builder() {
     let mut flags = Flags::empty().with(Flags::RETX).with(Flags::LAST);
     assert_eq!(flags.bits(), 0x09);
