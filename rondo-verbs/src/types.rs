@@ -345,6 +345,9 @@ pub struct QpStats {
     /// Data packets that arrived out of order and were placed from the reorder
     /// buffer ("repaired").
     pub placed_repaired: u64,
+    /// Payload bytes of requests (SEND, WRITE) copied straight from the datagrams
+    /// into memory regions at this responder, without a reassembly buffer.
+    pub bytes_placed_direct: u64,
     /// Requests sent (verbs messages, RNR resends included).
     pub requests_sent: u64,
     /// ACK messages sent (one acknowledges every request up to its id).

@@ -106,6 +106,8 @@ fn rdma_write_places_bytes_without_a_receive() {
     let mut got = vec![0; 30_000];
     p.b.mr.read(5_000, &mut got).unwrap();
     assert_eq!(got, data);
+    // Placed from the datagrams straight into the region, every byte.
+    assert_eq!(p.b.qp.stats().bytes_placed_direct, 30_000);
     // No receive completion for a plain WRITE.
     assert_eq!(p.b.cq.poll(&mut [WorkCompletion::default(); 4]).unwrap(), 0);
 }

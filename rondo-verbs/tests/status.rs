@@ -159,6 +159,7 @@ fn rem_access_err_outside_the_region_without_the_flag_or_with_a_bad_rkey() {
         );
         assert_eq!(flushed.status, WcStatus::WrFlushErr);
         assert!(p.b.qp.stats().requests_refused >= 1);
+        assert_eq!(p.b.qp.stats().bytes_placed_direct, 0, "case {case}");
         // Never applied.
         let mut got = [0u8; 96];
         p.b.mr.read(4000, &mut got).unwrap();
@@ -186,6 +187,36 @@ fn rem_op_err_when_the_receive_buffer_is_bad() {
         .unwrap();
     assert_eq!(one(&p.a.cq).status, WcStatus::RemOpErr);
     assert_eq!(one(&p.b.cq).status, WcStatus::LocProtErr);
+}
+
+#[test]
+fn a_send_refused_for_a_bad_later_entry_writes_nothing() {
+    // The first entry is good, the second names no region: the whole receive is
+    // refused before a byte lands (the verdict comes with the verbs header).
+    let p = pair(1 << 16);
+    p.b.mr.write(0, &[0xee; 3000]).unwrap();
+    p.b.qp
+        .post_recv(&RecvWr {
+            wr_id: 5,
+            sg_list: vec![
+                Sge::new(&p.b.mr, 0, 2000),
+                Sge {
+                    lkey: 12345,
+                    ..Sge::new(&p.b.mr, 2000, 2000)
+                },
+            ],
+        })
+        .unwrap();
+    p.a.mr.write(0, &[7; 3000]).unwrap();
+    p.a.qp
+        .post_send(&SendWr::send(1, vec![Sge::new(&p.a.mr, 0, 3000)]))
+        .unwrap();
+    assert_eq!(one(&p.a.cq).status, WcStatus::RemOpErr);
+    assert_eq!(one(&p.b.cq).status, WcStatus::LocProtErr);
+    let mut got = [0u8; 3000];
+    p.b.mr.read(0, &mut got).unwrap();
+    assert_eq!(got, [0xee; 3000]);
+    assert_eq!(p.b.qp.stats().bytes_placed_direct, 0);
 }
 
 #[test]

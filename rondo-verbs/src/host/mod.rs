@@ -2,6 +2,7 @@
 //! memory regions and completion queues on top of it. It implements [`Host`], so the
 //! in-process fabric and the UDP progress loop drive it like any engine host.
 
+pub(crate) mod landing;
 mod requester;
 pub(crate) use requester::gather;
 mod responder;
@@ -15,12 +16,13 @@ use crate::types::{
     WorkCompletion,
 };
 use crate::VerbsError;
+use landing::{lock, KeyTables, RequestPlacement, RxState};
 use rondo_ud::mem::rng::Rng;
 use rondo_ud::{
     ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,
 };
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Largest message a work request may carry (2 GiB, as ibverbs' 31-bit lengths).
 pub const MAX_MESSAGE_BYTES: u64 = 1 << 31;
@@ -57,10 +59,10 @@ pub(crate) struct QpSlot {
     pub outstanding: VecDeque<Request>,
     pub rnr_until: Option<Instant>,
     // Responder.
-    pub expected_req: u64,
+    /// Sequence, receives and verdicts, shared with the connection's placement.
+    pub rx: Arc<Mutex<RxState>>,
     /// Highest request executed and not yet acknowledged (ACKs are coalesced).
     pub ack_pending: Option<u64>,
-    pub recvs: VecDeque<RecvWr>,
     pub stats: QpStats,
 }
 
@@ -127,11 +129,12 @@ impl Keys {
 pub(crate) struct VerbsHost {
     pub endpoint: Endpoint,
     pub qps: HashMap<u32, QpSlot>,
-    /// Engine connections of destroyed QPs, with their next message id: requests
-    /// arriving on them are refused so that the peer's requester does not hang.
-    orphans: Vec<(ConnectionHandle, u64)>,
-    lkeys: HashMap<u32, Arc<MrShared>>,
-    rkeys: HashMap<u32, Arc<MrShared>>,
+    /// Engine connections of destroyed QPs, with their next message id and their
+    /// placement's state: requests arriving on them are refused so that the peer's
+    /// requester does not hang.
+    orphans: Vec<(ConnectionHandle, u64, Arc<Mutex<RxState>>)>,
+    /// Memory regions by key, shared with the QPs' placements.
+    tables: Arc<Mutex<KeyTables>>,
     pub keys: Keys,
     next_pd: u32,
     pub stats: ContextStats,
@@ -149,8 +152,7 @@ impl VerbsHost {
             endpoint,
             qps: HashMap::new(),
             orphans: Vec::new(),
-            lkeys: HashMap::new(),
-            rkeys: HashMap::new(),
+            tables: Arc::default(),
             keys,
             next_pd: 1,
             stats: ContextStats::default(),
@@ -166,17 +168,19 @@ impl VerbsHost {
     }
 
     pub(crate) fn register(&mut self, mut mr: MrShared) -> Arc<MrShared> {
-        mr.lkey = self.keys.fresh(32, |k| self.lkeys.contains_key(&k));
-        mr.rkey = self.keys.fresh(32, |k| self.rkeys.contains_key(&k));
+        let mut t = lock(&self.tables);
+        mr.lkey = self.keys.fresh(32, |k| t.lkeys.contains_key(&k));
+        mr.rkey = self.keys.fresh(32, |k| t.rkeys.contains_key(&k));
         let mr = Arc::new(mr);
-        self.lkeys.insert(mr.lkey, mr.clone());
-        self.rkeys.insert(mr.rkey, mr.clone());
+        t.lkeys.insert(mr.lkey, mr.clone());
+        t.rkeys.insert(mr.rkey, mr.clone());
         mr
     }
 
     pub(crate) fn deregister(&mut self, lkey: u32, rkey: u32) {
-        self.lkeys.remove(&lkey);
-        self.rkeys.remove(&rkey);
+        let mut t = lock(&self.tables);
+        t.lkeys.remove(&lkey);
+        t.rkeys.remove(&rkey);
     }
 
     /// A new QP number (24 bits, random, unused).
@@ -202,9 +206,8 @@ impl VerbsHost {
                 next_msg: 0,
                 outstanding: VecDeque::new(),
                 rnr_until: None,
-                expected_req: 0,
+                rx: Arc::new(Mutex::new(RxState::new(pd))),
                 ack_pending: None,
-                recvs: VecDeque::new(),
                 stats: QpStats::default(),
             },
         );
@@ -213,8 +216,9 @@ impl VerbsHost {
 
     pub(crate) fn destroy_qp(&mut self, qpn: u32) {
         if let Some(slot) = self.qps.remove(&qpn) {
+            lock(&slot.rx).open = false;
             if let Some(h) = slot.conn {
-                self.orphans.push((h, slot.next_msg));
+                self.orphans.push((h, slot.next_msg, slot.rx));
             }
         }
     }
@@ -244,6 +248,8 @@ impl VerbsHost {
             .map_err(|e| VerbsError::Engine(e.to_string()))?;
         slot.conn = Some(h);
         slot.state = QpState::Rts;
+        let placement = RequestPlacement::new(slot.rx.clone(), self.tables.clone());
+        self.endpoint.set_placement(h, Box::new(placement));
         Ok(())
     }
 
@@ -274,6 +280,7 @@ impl VerbsHost {
             s.placed_in_place = rx.placed_in_place;
             s.placed_repaired = rx.placed_repaired;
         }
+        s.bytes_placed_direct = lock(&slot.rx).bytes_direct;
         s
     }
 
@@ -296,29 +303,7 @@ impl VerbsHost {
         sge: &Sge,
         need: crate::AccessFlags,
     ) -> Option<(Arc<MrShared>, usize)> {
-        let mr = self.lkeys.get(&sge.lkey)?;
-        if mr.pd != pd || !mr.access.contains(need) {
-            return None;
-        }
-        let off = mr.offset_of(sge.addr, u64::from(sge.len))?;
-        Some((mr.clone(), off))
-    }
-
-    /// Finds the region named by a remote key for an access of `len` bytes at `addr`.
-    pub(crate) fn remote(
-        &self,
-        pd: u32,
-        rkey: u32,
-        addr: u64,
-        len: u64,
-        need: crate::AccessFlags,
-    ) -> Option<(Arc<MrShared>, usize)> {
-        let mr = self.rkeys.get(&rkey)?;
-        if mr.pd != pd || !mr.access.contains(need) {
-            return None;
-        }
-        let off = mr.offset_of(addr, len)?;
-        Some((mr.clone(), off))
+        lock(&self.tables).local(pd, sge, need)
     }
 
     /// Posts a receive (`ibv_post_recv`).
@@ -337,12 +322,13 @@ impl VerbsHost {
             slot.recv_cq.push(wc);
             return Ok(());
         }
-        if slot.recvs.len() >= slot.attr.max_recv_wr {
+        let mut rx = lock(&slot.rx);
+        if rx.recvs.len() >= slot.attr.max_recv_wr {
             return Err(VerbsError::RecvQueueFull {
                 depth: slot.attr.max_recv_wr,
             });
         }
-        slot.recvs.push_back(wr.clone());
+        rx.recvs.push_back(wr.clone());
         Ok(())
     }
 
@@ -360,7 +346,12 @@ impl VerbsHost {
             let wc = slot.completion(r.wr.wr_id, st, wc_opcode(r.wr.opcode));
             slot.send_cq.push(wc);
         }
-        while let Some(r) = slot.recvs.pop_front() {
+        let flushed = {
+            let mut rx = lock(&slot.rx);
+            rx.open = false;
+            rx.take_receives()
+        };
+        for r in flushed {
             let wc = slot.completion(r.wr_id, WcStatus::WrFlushErr, WcOpcode::Recv);
             slot.recv_cq.push(wc);
         }
@@ -375,7 +366,7 @@ impl VerbsHost {
         for &(qpn, h) in &qpns {
             while let Some(ev) = self.endpoint.poll_event(h) {
                 match ev {
-                    Event::Received { data, .. } => self.on_message(now, qpn, &data),
+                    Event::Received { msg_id, data } => self.on_message(now, qpn, msg_id, &data),
                     Event::Error(_) if self.qp_state(qpn) != QpState::Error => {
                         self.fail_qp(qpn, Some(WcStatus::RetryExcErr));
                     }
@@ -384,11 +375,12 @@ impl VerbsHost {
             }
         }
         self.scratch = qpns;
-        for (h, next_msg) in &mut self.orphans {
+        for (h, next_msg, rx) in &mut self.orphans {
             while let Some(ev) = self.endpoint.poll_event(*h) {
                 let Event::Received { data, .. } = ev else {
                     continue;
                 };
+                lock(rx).decided.clear(); // all refused: answered below
                 self.stats.for_destroyed_qp += 1;
                 use crate::header::{AckStatus, Header, MsgOp};
                 let Ok((req, _)) = Header::parse(&data) else {
@@ -404,7 +396,7 @@ impl VerbsHost {
         }
     }
 
-    fn on_message(&mut self, now: Instant, qpn: u32, msg: &[u8]) {
+    fn on_message(&mut self, now: Instant, qpn: u32, msg_id: u64, msg: &[u8]) {
         let (h, payload) = match crate::header::Header::parse(msg) {
             Ok(x) => x,
             Err(_) => {
@@ -416,7 +408,7 @@ impl VerbsHost {
         };
         use crate::header::MsgOp;
         match h.op {
-            MsgOp::Send | MsgOp::Write | MsgOp::ReadReq => self.on_request(now, qpn, &h, payload),
+            MsgOp::Send | MsgOp::Write | MsgOp::ReadReq => self.on_request(now, qpn, msg_id),
             MsgOp::Ack | MsgOp::ReadResp => self.on_response(now, qpn, &h, payload),
         }
     }
