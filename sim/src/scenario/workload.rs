@@ -57,9 +57,9 @@ pub fn generate(workloads: &[WorkloadSpec], ctx: &Context) -> Vec<FlowPlan> {
             WorkloadSpec::Poisson(s) => poisson(s, ctx, group, &mut rng, &mut out),
             WorkloadSpec::Background(s) => {
                 for _ in 0..s.flows {
-                    let paths = Some(1);
+                    let (src, dst, one_path) = (s.src, s.dst, Some(1));
                     out.push(plan(
-                        s.src, s.dst, group, s.start_us, s.bytes, s.stop_us, paths,
+                        src, dst, group, s.start_us, s.bytes, s.stop_us, one_path,
                     ));
                 }
             }
@@ -128,9 +128,8 @@ pub fn incast_senders(s: &IncastSpec, hosts: usize) -> Vec<usize> {
 
 fn incast(s: &IncastSpec, hosts: usize, group: u32, out: &mut Vec<FlowPlan>) {
     for src in incast_senders(s, hosts) {
-        let dst = s.receiver;
         out.push(plan(
-            src, dst, group, s.start_us, s.bytes, s.stop_us, s.paths,
+            src, s.receiver, group, s.start_us, s.bytes, s.stop_us, s.paths,
         ));
     }
 }
