@@ -16,21 +16,12 @@ fn four_paths() -> Vec<PathSpec> {
         .collect()
 }
 
-fn testbed(seed: u64, paths: &[PathSpec]) -> Testbed {
-    Testbed::new(
-        seed,
-        100.0,
-        paths,
-        &FlowConfig::default(),
-        EndpointConfig::default(),
-    )
-    .unwrap()
-}
-
 /// A four-path testbed (seed `seed`) with message `msg_id`, `len` pattern bytes,
 /// posted; returns the message too.
 fn posted(seed: u64, msg_id: u64, len: usize) -> (Testbed, Vec<u8>) {
-    let mut tb = testbed(seed, &four_paths());
+    let paths = four_paths();
+    let cfg = FlowConfig::default();
+    let mut tb = Testbed::new(seed, 100.0, &paths, &cfg, EndpointConfig::default()).unwrap();
     let data = pattern(seed, len);
     tb.post(msg_id, data.clone()).unwrap();
     (tb, data)
