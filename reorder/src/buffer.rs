@@ -93,22 +93,9 @@ pub struct FlowStats {
 /// Counters over all flows, removed ones included.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BufferStats {
-    /// Calls to [`ReorderBuffer::arrive`] that returned an [`Arrival`].
-    pub arrivals: u64,
-    /// [`Outcome::InOrder`] arrivals.
-    pub in_order: u64,
-    /// [`Outcome::Buffered`] arrivals.
-    pub buffered: u64,
-    /// [`Outcome::Duplicate`] arrivals.
-    pub duplicates: u64,
-    /// [`Outcome::Full`] arrivals.
-    pub dropped_full: u64,
-    /// [`Outcome::OutOfWindow`] arrivals.
-    pub dropped_out_of_window: u64,
-    /// Largest per-flow OOD sampled.
-    pub max_ood: u32,
-    /// Largest per-flow RBO sampled.
-    pub max_rbo: u32,
+    /// The per-flow counters added up over all flows; `max_ood` and `max_rbo` are
+    /// the largest per-flow values sampled.
+    pub all_flows: FlowStats,
     /// Largest NIC-level OOD sampled.
     pub max_nic_ood: u64,
 }
@@ -130,16 +117,7 @@ impl FlowStats {
 
 impl BufferStats {
     fn record(&mut self, a: &Arrival) {
-        self.arrivals += 1;
-        *match a.outcome {
-            Outcome::InOrder => &mut self.in_order,
-            Outcome::Buffered => &mut self.buffered,
-            Outcome::Duplicate => &mut self.duplicates,
-            Outcome::Full => &mut self.dropped_full,
-            Outcome::OutOfWindow => &mut self.dropped_out_of_window,
-        } += 1;
-        self.max_ood = self.max_ood.max(a.ood);
-        self.max_rbo = self.max_rbo.max(a.rbo);
+        self.all_flows.record(a);
         self.max_nic_ood = self.max_nic_ood.max(a.nic_ood);
     }
 }

@@ -131,7 +131,7 @@ proptest! {
         }
         rx.drain();
         rx.check_complete(base, n);
-        let stats = rx.buf.stats();
+        let stats = rx.buf.stats().all_flows;
         prop_assert_eq!(stats.in_order + stats.buffered, u64::from(n));
         prop_assert_eq!(stats.duplicates, (arrivals.len() - n as usize) as u64);
     }

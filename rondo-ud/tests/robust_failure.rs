@@ -16,15 +16,30 @@ fn four_paths() -> Vec<PathSpec> {
         .collect()
 }
 
-fn testbed(seed: u64, paths: &[PathSpec]) -> Testbed {
-    Testbed::new(
-        seed,
-        100.0,
-        paths,
-        &FlowConfig::default(),
-        EndpointConfig::default(),
-    )
-    .unwrap()
+/// A four-path testbed (seed `seed`) with message `msg_id`, `len` pattern bytes,
+/// posted; returns the message too.
+fn posted(seed: u64, msg_id: u64, len: usize) -> (Testbed, Vec<u8>) {
+    let paths = four_paths();
+    let cfg = FlowConfig::default();
+    let mut tb = Testbed::new(seed, 100.0, &paths, &cfg, EndpointConfig::default()).unwrap();
+    let data = pattern(seed, len);
+    tb.post(msg_id, data.clone()).unwrap();
+    (tb, data)
+}
+
+/// Every path of [`four_paths`].
+const ALL: [usize; 4] = [0, 1, 2, 3];
+
+/// Sets the loss rate of the `forward` (data) and `reverse` (ACK) links of the
+/// paths listed.
+fn set_loss(tb: &mut Testbed, forward: &[usize], reverse: &[usize], loss: f64) {
+    let pair = &mut tb.pair;
+    for &p in forward {
+        pair.net.link_mut(pair.forward[p]).loss = loss;
+    }
+    for &p in reverse {
+        pair.net.link_mut(pair.reverse[p]).loss = loss;
+    }
 }
 
 /// Deterministic message contents.
@@ -85,15 +100,11 @@ fn saw(tb: &Testbed, want: &Event) -> bool {
 
 #[test]
 fn losing_a_whole_path_mid_transfer() {
-    let mut tb = testbed(11, &four_paths());
-    let data = pattern(1, 16 << 20); // ~3.4 ms at 40 Gbps
-    tb.post(5, data.clone()).unwrap();
-    let t_loss = Instant::from_us(1_000);
-    tb.run_until(t_loss, |_| false);
+    let (mut tb, data) = posted(11, 5, 16 << 20); // ~3.4 ms at 40 Gbps
+    tb.run_until(Instant::from_us(1_000), |_| false);
     assert_eq!(tb.received().count(), 0, "still transferring at 1 ms");
     let before = *tb.sender().sender_stats();
-    let f1 = tb.pair.forward[1];
-    tb.pair.net.link_mut(f1).loss = 1.0;
+    set_loss(&mut tb, &[1], &[], 1.0);
 
     finish(&mut tb, 5, &data, Instant::from_us(200_000));
     let s = *tb.sender().sender_stats();
@@ -123,19 +134,16 @@ fn losing_a_whole_path_mid_transfer() {
 
 #[test]
 fn path_comes_back() {
-    let mut tb = testbed(12, &four_paths());
-    let data = pattern(2, 32 << 20);
-    tb.post(6, data.clone()).unwrap();
+    let (mut tb, data) = posted(12, 6, 32 << 20);
     tb.run_until(Instant::from_us(1_000), |_| false);
-    let f1 = tb.pair.forward[1];
-    tb.pair.net.link_mut(f1).loss = 1.0;
+    set_loss(&mut tb, &[1], &[], 1.0);
     let down = tb.run_until(Instant::from_us(20_000), |t| {
         saw(t, &Event::PathDown { path: 1 })
     });
     assert!(down, "no PathDown: {:?}", path_events(&tb));
     let t_restore = tb.now() + Duration::from_us(500);
     tb.run_until(t_restore, |_| false);
-    tb.pair.net.link_mut(f1).loss = 0.0;
+    set_loss(&mut tb, &[1], &[], 0.0);
     let up = tb.run_until(t_restore + Duration::from_ms(20), |t| {
         saw(t, &Event::PathUp { path: 1 })
     });
@@ -152,21 +160,11 @@ fn path_comes_back() {
 
 #[test]
 fn peer_disappears_gives_retry_exceeded() {
-    let mut tb = testbed(13, &four_paths());
-    tb.post(7, pattern(3, 16 << 20)).unwrap();
+    let (mut tb, _) = posted(13, 7, 16 << 20);
     let t_gone = Instant::from_us(1_000);
     tb.run_until(t_gone, |_| false);
     assert_eq!(tb.send_completions(), 0);
-    let links: Vec<_> = tb
-        .pair
-        .forward
-        .iter()
-        .chain(&tb.pair.reverse)
-        .copied()
-        .collect();
-    for l in links {
-        tb.pair.net.link_mut(l).loss = 1.0;
-    }
+    set_loss(&mut tb, &ALL, &ALL, 1.0);
     // retry_limit (8) doubling RTOs from rto_min (500 us) take about 256 ms.
     let bound = t_gone + Duration::from_ms(2_000);
     let failed = tb.run_until(bound, |t| {
@@ -223,37 +221,19 @@ fn peer_disappears_gives_retry_exceeded() {
 fn total_outage_shorter_than_the_retry_limit() {
     // Every link black-holed for 20 ms (a few RTOs), then restored: the transfer
     // resumes and completes without an error.
-    let mut tb = testbed(14, &four_paths());
-    let data = pattern(4, 8 << 20);
-    tb.post(9, data.clone()).unwrap();
+    let (mut tb, data) = posted(14, 9, 8 << 20);
     tb.run_until(Instant::from_us(800), |_| false);
-    let links: Vec<_> = tb
-        .pair
-        .forward
-        .iter()
-        .chain(&tb.pair.reverse)
-        .copied()
-        .collect();
-    for &l in &links {
-        tb.pair.net.link_mut(l).loss = 1.0;
-    }
+    set_loss(&mut tb, &ALL, &ALL, 1.0);
     tb.run_until(Instant::from_us(20_800), |_| false);
     assert!(tb.sender().sender_stats().rto_fired > 0);
-    for &l in &links {
-        tb.pair.net.link_mut(l).loss = 0.0;
-    }
+    set_loss(&mut tb, &ALL, &ALL, 0.0);
     finish(&mut tb, 9, &data, Instant::from_us(500_000));
 }
 
 #[test]
 fn lossy_reverse_path_only() {
-    let mut tb = testbed(15, &four_paths());
-    for i in 0..4 {
-        let r = tb.pair.reverse[i];
-        tb.pair.net.link_mut(r).loss = 0.10;
-    }
-    let data = pattern(5, 4 << 20);
-    tb.post(10, data.clone()).unwrap();
+    let (mut tb, data) = posted(15, 10, 4 << 20);
+    set_loss(&mut tb, &[], &ALL, 0.10);
     finish(&mut tb, 10, &data, Instant::from_us(200_000));
 }
 
@@ -261,12 +241,9 @@ fn lossy_reverse_path_only() {
 fn losing_the_ack_direction_of_a_path() {
     // Data on path 1 still arrives, but its ACKs never come back: cumulative ACKs
     // on the other paths must carry the transfer to completion.
-    let mut tb = testbed(16, &four_paths());
-    let data = pattern(6, 8 << 20);
-    tb.post(11, data.clone()).unwrap();
+    let (mut tb, data) = posted(16, 11, 8 << 20);
     tb.run_until(Instant::from_us(500), |_| false);
-    let r1 = tb.pair.reverse[1];
-    tb.pair.net.link_mut(r1).loss = 1.0;
+    set_loss(&mut tb, &[], &[1], 1.0);
     finish(&mut tb, 11, &data, Instant::from_us(200_000));
 }
 

@@ -159,8 +159,7 @@ impl Sender {
             let gap = Duration::from_us_f64(total as f64 / self.cfg.mtu as f64 / rate);
             self.pace_next = self.pace_next.max(self.burst_floor(now, gap)) + gap;
         }
-        let wire = Duration::serialisation(total as u64, self.cfg.line_rate_bps);
-        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
+        self.advance_line_clock(now, total);
         if self.last_progress < now && self.in_flight_count() == 1 {
             self.last_progress = now; // the RTO runs from the first packet of a busy period
         }
@@ -192,6 +191,12 @@ impl Sender {
     fn burst_floor(&self, now: Instant, gap: Duration) -> Instant {
         let credit = gap.saturating_mul(u64::from(self.cfg.pacing_burst - 1));
         Instant::from_ps(now.as_ps().saturating_sub(credit.as_ps()))
+    }
+
+    /// Moves the line-rate clock past a `len`-byte datagram sent at `now`.
+    fn advance_line_clock(&mut self, now: Instant, len: usize) {
+        let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
+        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
     }
 
     /// The skip of a transmission on `path` now, from the other paths' phases.
@@ -238,8 +243,7 @@ impl Sender {
         repr.emit_with_token(buf, self.cfg.token).ok()?;
         self.paths[path].counters.probes_sent += 1;
         self.stats.probes_sent += 1;
-        let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
-        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
+        self.advance_line_clock(now, len);
         Some(Transmit {
             path: path as u16,
             priority: Priority::Probe,

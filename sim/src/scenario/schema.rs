@@ -1,6 +1,7 @@
 //! The scenario file's schema: every key, its type and its default.
 //!
-//! Each table rejects unknown keys. `docs/sim.md` documents every key.
+//! Each table rejects unknown keys; an `Option` key left out is `None`.
+//! `docs/sim.md` documents every key.
 
 use crate::LinkKind;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -12,7 +13,6 @@ use std::fmt;
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Name printed in reports (default: the file name without `.toml`).
-    #[serde(default)]
     pub name: Option<String>,
     /// Seed of every random choice (workload, ECMP hashing, flows).
     #[serde(default = "one")]
@@ -57,9 +57,6 @@ fn default_host_gbps() -> f64 {
 }
 fn default_link_delay() -> f64 {
     1.0
-}
-fn yes() -> bool {
-    true
 }
 fn default_flows() -> u32 {
     1
@@ -216,63 +213,45 @@ pub enum PathSelectionSpec {
     Random,
 }
 
-/// `[transport]`.
+/// `[transport]`; a key left out keeps its value in [`TransportSpec::default`].
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct TransportSpec {
     /// Which transport.
-    #[serde(default)]
     pub kind: TransportKind,
     /// Shared reorder buffer per receiving NIC, KB of MTU-sized slots.
-    #[serde(default = "default_reorder_kb")]
     pub reorder_buffer_kb: f64,
     /// Rondo's packet scheduler (paper §4.3).
-    #[serde(default = "yes")]
     pub scheduler: bool,
     /// Capacity probing (paper §4.2.2).
-    #[serde(default = "yes")]
     pub probing: bool,
     /// Logical paths per flow (default: as many as equal-cost paths).
-    #[serde(default)]
     pub paths: Option<u16>,
     /// `deficit` or `random`.
-    #[serde(default)]
     pub path_selection: PathSelectionSpec,
     /// Flow-level pacing.
-    #[serde(default = "yes")]
     pub pacing: bool,
     /// Initial window per path, packets.
-    #[serde(default)]
     pub initial_window: Option<f64>,
     /// Margin ceiling q0, packets.
-    #[serde(default)]
     pub q0: Option<f64>,
     /// Target queueing delay as a fraction of the largest base RTT.
-    #[serde(default)]
     pub target_queue_rtts: Option<f64>,
     /// ACK-rate EWMA weight.
-    #[serde(default)]
     pub alpha: Option<f64>,
     /// Window EWMA gain.
-    #[serde(default)]
     pub gamma: Option<f64>,
     /// Early-recovery threshold, packets.
-    #[serde(default)]
     pub early_recovery_threshold: Option<u32>,
     /// Smallest retransmission timeout, microseconds.
-    #[serde(default)]
     pub rto_min_us: Option<f64>,
-}
-
-fn default_reorder_kb() -> f64 {
-    1200.0
 }
 
 impl Default for TransportSpec {
     fn default() -> Self {
         TransportSpec {
             kind: TransportKind::Rondo,
-            reorder_buffer_kb: default_reorder_kb(),
+            reorder_buffer_kb: 1200.0,
             scheduler: true,
             probing: true,
             paths: None,
@@ -357,16 +336,13 @@ pub struct LongFlowsSpec {
     #[serde(default = "default_receivers")]
     pub receivers: Vec<usize>,
     /// Bytes per flow (default: long-lived, until `stop_us` or the end).
-    #[serde(default)]
     pub bytes: Option<u64>,
     /// Start time, microseconds.
     #[serde(default)]
     pub start_us: f64,
     /// Stop time of long-lived flows, microseconds.
-    #[serde(default)]
     pub stop_us: Option<f64>,
     /// Logical paths per flow (overrides `transport.paths`).
-    #[serde(default)]
     pub paths: Option<u16>,
 }
 
@@ -390,16 +366,13 @@ pub struct IncastSpec {
     #[serde(default)]
     pub first_sender: usize,
     /// Bytes per flow (default: long-lived).
-    #[serde(default)]
     pub bytes: Option<u64>,
     /// Start time, microseconds.
     #[serde(default)]
     pub start_us: f64,
     /// Stop time of long-lived flows, microseconds.
-    #[serde(default)]
     pub stop_us: Option<f64>,
     /// Logical paths per flow.
-    #[serde(default)]
     pub paths: Option<u16>,
 }
 
@@ -408,19 +381,15 @@ pub struct IncastSpec {
 #[serde(deny_unknown_fields)]
 pub struct PermutationSpec {
     /// Bytes per flow (default: long-lived).
-    #[serde(default)]
     pub bytes: Option<u64>,
     /// Hosts taking part: the first `hosts` (default: all).
-    #[serde(default)]
     pub hosts: Option<usize>,
     /// Start time, microseconds.
     #[serde(default)]
     pub start_us: f64,
     /// Stop time of long-lived flows, microseconds.
-    #[serde(default)]
     pub stop_us: Option<f64>,
     /// Logical paths per flow.
-    #[serde(default)]
     pub paths: Option<u16>,
 }
 
@@ -431,7 +400,6 @@ pub struct AllToAllSpec {
     /// Mean bytes each host sends to each other host of its group.
     pub bytes: u64,
     /// Hosts per group (consecutive hosts; default: all hosts in one group).
-    #[serde(default)]
     pub group_size: Option<usize>,
     /// Zipf exponent of expert popularity (0: every destination gets `bytes`).
     #[serde(default)]
@@ -440,7 +408,6 @@ pub struct AllToAllSpec {
     #[serde(default)]
     pub start_us: f64,
     /// Logical paths per flow.
-    #[serde(default)]
     pub paths: Option<u16>,
 }
 
@@ -451,25 +418,19 @@ pub struct PoissonSpec {
     /// Offered load as a fraction of each host's link rate, in (0, 1].
     pub load: f64,
     /// Built-in flow-size distribution (`websearch` or `hadoop`).
-    #[serde(default)]
     pub cdf: Option<CdfName>,
     /// Own distribution instead: `[[bytes, cumulative_percent], ...]`.
-    #[serde(default)]
     pub cdf_points: Option<Vec<[f64; 2]>>,
     /// Hosts taking part: the first `hosts` (default: all).
-    #[serde(default)]
     pub hosts: Option<usize>,
     /// At most this many flows (default: as many as arrive before the stop).
-    #[serde(default)]
     pub flows: Option<usize>,
     /// Arrivals start here, microseconds.
     #[serde(default)]
     pub start_us: f64,
     /// No arrivals after this, microseconds (default: `duration_us`).
-    #[serde(default)]
     pub stop_us: Option<f64>,
     /// Logical paths per flow.
-    #[serde(default)]
     pub paths: Option<u16>,
 }
 
@@ -485,13 +446,11 @@ pub struct BackgroundSpec {
     #[serde(default = "default_flows")]
     pub flows: u32,
     /// Bytes per flow (default: long-lived).
-    #[serde(default)]
     pub bytes: Option<u64>,
     /// Start time, microseconds.
     #[serde(default)]
     pub start_us: f64,
     /// Stop time of long-lived flows, microseconds.
-    #[serde(default)]
     pub stop_us: Option<f64>,
 }
 
@@ -518,20 +477,15 @@ pub struct EventSpec {
     /// When, microseconds.
     pub at_us: f64,
     /// Which path's link.
-    #[serde(default)]
     pub path: Option<usize>,
     /// Which kind of link (with `index`; see [`LinkKind`] for the numbering).
-    #[serde(default)]
     pub link: Option<LinkKind>,
     /// Index of the link within its kind.
-    #[serde(default)]
     pub index: Option<usize>,
     /// What happens.
     pub action: EventAction,
     /// New rate for `action = "rate"`, Gbit/s.
-    #[serde(default)]
     pub gbps: Option<f64>,
     /// New one-way delay for `action = "delay"`, microseconds.
-    #[serde(default)]
     pub delay_us: Option<f64>,
 }

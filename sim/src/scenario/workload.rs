@@ -57,15 +57,10 @@ pub fn generate(workloads: &[WorkloadSpec], ctx: &Context) -> Vec<FlowPlan> {
             WorkloadSpec::Poisson(s) => poisson(s, ctx, group, &mut rng, &mut out),
             WorkloadSpec::Background(s) => {
                 for _ in 0..s.flows {
-                    out.push(FlowPlan {
-                        src: s.src,
-                        dst: s.dst,
-                        start: us(s.start_us),
-                        bytes: s.bytes,
-                        stop: s.stop_us.map(us),
-                        paths: Some(1),
-                        group,
-                    });
+                    let (src, dst, one_path) = (s.src, s.dst, Some(1));
+                    out.push(plan(
+                        src, dst, group, s.start_us, s.bytes, s.stop_us, one_path,
+                    ));
                 }
             }
         }
@@ -78,6 +73,35 @@ fn us(x: f64) -> Duration {
     Duration::from_us_f64(x.max(0.0))
 }
 
+/// A flow from `src` to `dst` made by workload table `group`, times in microseconds.
+fn plan(
+    src: usize,
+    dst: usize,
+    group: u32,
+    start_us: f64,
+    bytes: Option<u64>,
+    stop_us: Option<f64>,
+    paths: Option<u16>,
+) -> FlowPlan {
+    FlowPlan {
+        src,
+        dst,
+        start: us(start_us),
+        bytes,
+        stop: stop_us.map(us),
+        paths,
+        group,
+    }
+}
+
+/// Shuffles `v` uniformly (Fisher-Yates).
+fn shuffle(v: &mut [usize], rng: &mut Rng) {
+    for i in (1..v.len()).rev() {
+        let j = rng.gen_range(0..i as u64 + 1) as usize;
+        v.swap(i, j);
+    }
+}
+
 fn long_flows(s: &LongFlowsSpec, group: u32, out: &mut Vec<FlowPlan>) {
     if s.receivers.is_empty() {
         return;
@@ -85,15 +109,9 @@ fn long_flows(s: &LongFlowsSpec, group: u32, out: &mut Vec<FlowPlan>) {
     for (i, &src) in s.senders.iter().enumerate() {
         let dst = s.receivers[i % s.receivers.len()];
         for _ in 0..s.flows {
-            out.push(FlowPlan {
-                src,
-                dst,
-                start: us(s.start_us),
-                bytes: s.bytes,
-                stop: s.stop_us.map(us),
-                paths: s.paths,
-                group,
-            });
+            out.push(plan(
+                src, dst, group, s.start_us, s.bytes, s.stop_us, s.paths,
+            ));
         }
     }
 }
@@ -110,15 +128,9 @@ pub fn incast_senders(s: &IncastSpec, hosts: usize) -> Vec<usize> {
 
 fn incast(s: &IncastSpec, hosts: usize, group: u32, out: &mut Vec<FlowPlan>) {
     for src in incast_senders(s, hosts) {
-        out.push(FlowPlan {
-            src,
-            dst: s.receiver,
-            start: us(s.start_us),
-            bytes: s.bytes,
-            stop: s.stop_us.map(us),
-            paths: s.paths,
-            group,
-        });
+        out.push(plan(
+            src, s.receiver, group, s.start_us, s.bytes, s.stop_us, s.paths,
+        ));
     }
 }
 
@@ -129,10 +141,7 @@ pub fn derangement(n: usize, rng: &mut Rng) -> Vec<usize> {
         return p;
     }
     loop {
-        for i in (1..n).rev() {
-            let j = rng.gen_range(0..i as u64 + 1) as usize;
-            p.swap(i, j);
-        }
+        shuffle(&mut p, rng);
         // About 1/e of permutations are derangements: a few tries on average.
         if p.iter().enumerate().all(|(i, &d)| i != d) {
             return p;
@@ -149,15 +158,9 @@ fn permutation(
 ) {
     let n = s.hosts.unwrap_or(hosts).min(hosts);
     for (src, dst) in derangement(n, rng).into_iter().enumerate() {
-        out.push(FlowPlan {
-            src,
-            dst,
-            start: us(s.start_us),
-            bytes: s.bytes,
-            stop: s.stop_us.map(us),
-            paths: s.paths,
-            group,
-        });
+        out.push(plan(
+            src, dst, group, s.start_us, s.bytes, s.stop_us, s.paths,
+        ));
     }
 }
 
@@ -169,10 +172,7 @@ pub fn all_to_all_sizes(bytes: u64, group_size: usize, skew: f64, rng: &mut Rng)
         return Vec::new();
     }
     let mut rank: Vec<usize> = (0..group_size).collect();
-    for i in (1..group_size).rev() {
-        let j = rng.gen_range(0..i as u64 + 1) as usize;
-        rank.swap(i, j);
-    }
+    shuffle(&mut rank, rng);
     let weight: Vec<f64> = rank
         .iter()
         .map(|&r| 1.0 / ((r + 1) as f64).powf(skew))
@@ -192,15 +192,8 @@ fn all_to_all(s: &AllToAllSpec, hosts: usize, group: u32, rng: &mut Rng, out: &m
         for i in 0..members {
             for (j, &b) in sizes.iter().enumerate() {
                 if i != j {
-                    out.push(FlowPlan {
-                        src: base + i,
-                        dst: base + j,
-                        start: us(s.start_us),
-                        bytes: Some(b),
-                        stop: None,
-                        paths: s.paths,
-                        group,
-                    });
+                    let (src, dst) = (base + i, base + j);
+                    out.push(plan(src, dst, group, s.start_us, Some(b), None, s.paths));
                 }
             }
         }

@@ -436,7 +436,7 @@ impl Simulator {
             let rb = self.hosts[hi].ep.reorder_buffer();
             self.nic_ood.record(rb.nic_ood());
             self.nic_rbo.record(rb.used_slots() as u64);
-            let s = rb.stats();
+            let s = rb.stats().all_flows;
             s.in_order + s.buffered
         } else {
             0
@@ -464,7 +464,7 @@ impl Simulator {
         self.hosts[hi].ep.handle_datagram(now, m.path, bytes, m.ce);
         self.slab.free(m.slot);
         if measure {
-            let s = self.hosts[hi].ep.reorder_buffer().stats();
+            let s = self.hosts[hi].ep.reorder_buffer().stats().all_flows;
             if s.in_order + s.buffered > before {
                 self.counters.unique_data_bytes += u64::from(m.len);
             }

@@ -414,7 +414,7 @@ impl Simulator {
             for c in h.ep.connections() {
                 spurious += c.sender_stats().spurious_retransmissions;
             }
-            rb += h.ep.reorder_buffer().stats().dropped_full;
+            rb += h.ep.reorder_buffer().stats().all_flows.dropped_full;
         }
         (spurious, rb)
     }
