@@ -77,7 +77,9 @@ fn steady_state_allocates_nothing_per_packet() {
     let datagrams = a.dp.stats().datagrams_out + b.dp.stats().datagrams_out - sent_before;
     let allocs = ALLOCS.load(Ordering::Relaxed);
     println!("{allocs} allocations for {datagrams} datagrams sent and received");
-    assert!(datagrams >= 10_000);
+    // 5,000 data packets and about as many ACKs (the last few may still be on
+    // their way when the window closes: 9,952 were seen on a loaded machine).
+    assert!(datagrams >= 9_000, "{datagrams} datagrams in the window");
     // Usually 0. On a loaded machine a queue (sent-packet table, feedback, reorder
     // window) may still double its capacity a few times when the window reaches a
     // new high: amortized growth, not an allocation per packet (10,000 datagrams).
