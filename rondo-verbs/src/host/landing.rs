@@ -172,6 +172,8 @@ enum Mode {
         segments: Vec<Segment>,
         /// Segment and offset in it of the next byte.
         at: (usize, usize),
+        /// Bytes placed so far (counted in [`RxState::bytes_direct`] at the end).
+        placed: u64,
     },
     /// A refused request: its payload is dropped.
     Discard(Decided),
@@ -233,6 +235,7 @@ impl RequestPlacement {
                 decided,
                 segments,
                 at: (0, 0),
+                placed: 0,
             };
         } else {
             decided.recv = recv;
@@ -241,10 +244,16 @@ impl RequestPlacement {
     }
 
     fn copy(&mut self, mut bytes: &[u8]) {
-        let Mode::Direct { segments, at, .. } = &mut self.mode else {
+        let Mode::Direct {
+            segments,
+            at,
+            placed,
+            ..
+        } = &mut self.mode
+        else {
             return;
         };
-        let n = bytes.len() as u64;
+        *placed += bytes.len() as u64;
         while !bytes.is_empty() {
             let Some(seg) = segments.get(at.0) else {
                 break; // more payload than the verdict placed: cannot happen (lengths checked)
@@ -258,7 +267,6 @@ impl RequestPlacement {
                 *at = (at.0 + 1, 0);
             }
         }
-        lock(&self.rx).bytes_direct += n;
     }
 }
 
@@ -406,9 +414,14 @@ impl Placement for RequestPlacement {
 
     fn finish(&mut self) -> Vec<u8> {
         let decided = match std::mem::replace(&mut self.mode, Mode::Header) {
-            Mode::Direct { mut decided, .. } => {
+            Mode::Direct {
+                mut decided,
+                placed,
+                ..
+            } => {
                 let mut rx = lock(&self.rx);
                 decided.recv = rx.landing_recv.take();
+                rx.bytes_direct += placed;
                 Some(decided)
             }
             Mode::Discard(decided) => Some(decided),
