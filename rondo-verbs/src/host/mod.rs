@@ -57,6 +57,9 @@ pub(crate) struct QpSlot {
     pub next_req: u64,
     pub next_msg: u64,
     pub outstanding: VecDeque<Request>,
+    /// How many requests at the front of `outstanding` were handed to the engine
+    /// (they go in order, so the sent ones are a prefix).
+    pub sent: usize,
     pub rnr_until: Option<Instant>,
     // Responder.
     /// Sequence, receives and verdicts, shared with the connection's placement.
@@ -205,6 +208,7 @@ impl VerbsHost {
                 next_req: 0,
                 next_msg: 0,
                 outstanding: VecDeque::new(),
+                sent: 0,
                 rnr_until: None,
                 rx: Arc::new(Mutex::new(RxState::new(pd))),
                 ack_pending: None,
@@ -341,6 +345,7 @@ impl VerbsHost {
         slot.state = QpState::Error;
         slot.rnr_until = None;
         let mut status = front;
+        slot.sent = 0;
         while let Some(r) = slot.outstanding.pop_front() {
             let st = status.take().unwrap_or(WcStatus::WrFlushErr);
             let wc = slot.completion(r.wr.wr_id, st, wc_opcode(r.wr.opcode));

@@ -165,10 +165,12 @@ impl VerbsHost {
             if slot.rnr_until.is_some() {
                 return;
             }
-            let Some(i) = slot.outstanding.iter().position(|r| !r.sent) else {
+            // Requests are sent in order: the sent ones are a prefix.
+            let i = slot.sent;
+            let Some(r) = slot.outstanding.get(i) else {
                 return;
             };
-            let r = &slot.outstanding[i];
+            debug_assert!(!r.sent && i.checked_sub(1).is_none_or(|j| slot.outstanding[j].sent));
             if r.local_error.is_some() {
                 return; // completes when it reaches the front
             }
@@ -204,6 +206,7 @@ impl VerbsHost {
             }
             let slot = self.qps.get_mut(&qpn).expect("present");
             slot.outstanding[i].sent = true;
+            slot.sent += 1;
             slot.stats.requests_sent += 1;
         }
     }
@@ -259,12 +262,11 @@ impl VerbsHost {
                     return;
                 }
                 // Go back: the responder drops everything after the refused request.
-                for r in &mut slot.outstanding {
-                    if r.sent {
-                        r.sent = false;
-                        slot.stats.rnr_resends += 1;
-                    }
+                for r in slot.outstanding.iter_mut().take(slot.sent) {
+                    r.sent = false;
                 }
+                slot.stats.rnr_resends += slot.sent as u64;
+                slot.sent = 0;
                 slot.rnr_until = Some(now + slot.attr.rnr_timer);
             }
             AckStatus::RemAccess => self.fail_qp(qpn, Some(WcStatus::RemAccessErr)),
@@ -296,6 +298,7 @@ impl VerbsHost {
         }
         let slot = self.qps.get_mut(&qpn).expect("present");
         let r = slot.outstanding.pop_front().expect("caller checked");
+        slot.sent -= 1; // the front was sent (the caller checked)
         if r.wr.signaled {
             let mut wc = slot.completion(r.wr.wr_id, WcStatus::Success, wc_opcode(r.wr.opcode));
             wc.byte_len = r.len;
