@@ -23,13 +23,58 @@
 
 #[cfg_attr(not(all(feature = "verbs", target_os = "linux")), allow(dead_code))]
 pub mod attr;
-#[cfg(all(feature = "verbs", target_os = "linux"))]
+#[cfg_attr(not(all(feature = "verbs", target_os = "linux")), allow(dead_code))]
+mod nic;
+#[cfg_attr(not(all(feature = "verbs", target_os = "linux")), allow(dead_code))]
 mod run;
 #[cfg(all(feature = "verbs", target_os = "linux"))]
 mod sys;
+#[cfg(test)]
+mod tests;
 
 #[cfg(all(feature = "verbs", target_os = "linux"))]
-pub use run::{client, server};
+mod present {
+    use super::{run, sys};
+    use crate::perf::device::RdmaDevice;
+    use crate::perf::exchange::{Control, Hello, Report};
+    use crate::perf::report::Outcome;
+    use crate::perf::Progress;
+    use anyhow::Context as _;
+
+    /// Opens the RDMA device for a run's RC side.
+    fn open(rdma: Option<&RdmaDevice>, h: &Hello) -> anyhow::Result<run::Side<sys::RcDevice>> {
+        let rdma = rdma.context(
+            "this side has no RDMA device: --transport rc runs with --backend verbs (a server needs `rondo perf server --backend verbs`)",
+        )?;
+        let (dev, port) =
+            sys::RcDevice::open(&rdma.name, rdma.port, rdma.gid_index, run::cq_entries(h))
+                .with_context(|| format!("open RDMA device {} for RC queue pairs", rdma.name))?;
+        run::Side::new(dev, port, rdma.port, rdma.gid_index, h)
+    }
+
+    /// Client side of an RC run on this host's RDMA device.
+    pub fn client(
+        ctrl: &mut Control,
+        hello: Hello,
+        progress: &mut Progress,
+        rdma: Option<&RdmaDevice>,
+    ) -> anyhow::Result<Outcome> {
+        let side = open(rdma, &hello)?;
+        run::client_on(side, ctrl, hello, progress)
+    }
+
+    /// Server side of an RC run on this host's RDMA device (a client whose run
+    /// cannot be set up here is told why).
+    pub fn server(
+        ctrl: &mut Control,
+        hello: &Hello,
+        rdma: Option<&RdmaDevice>,
+    ) -> anyhow::Result<Report> {
+        run::server_on(open(rdma, hello), ctrl, hello)
+    }
+}
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+pub use present::{client, server};
 
 #[cfg(not(all(feature = "verbs", target_os = "linux")))]
 mod absent {

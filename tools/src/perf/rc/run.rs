@@ -1,11 +1,10 @@
-//! Client and server of an RC run (see the module docs of `rc`).
+//! Client and server of an RC run over any [`RcNic`] (see the module docs of `rc`).
 
 use super::attr::{bring_up, initial_psn, RcEndpoint, RcParams};
-use super::sys::{is_receive, status_name, Completion, PortInfo, Post, RcDevice, SendOp};
+use super::nic::{Completion, PortInfo, Post, RcNic, SendOp};
 use crate::perf::client::{
     backend_name, op_name, transport_name, wait_accept, wait_report, SETUP_TIMEOUT,
 };
-use crate::perf::device::RdmaDevice;
 use crate::perf::exchange::{
     Accept, Control, Done, ExchangeError, Hello, Message, Op, Region, Report,
 };
@@ -17,8 +16,8 @@ use anyhow::{bail, ensure, Context as _};
 use std::time::{Duration, Instant};
 
 /// One side's RC objects.
-struct Side {
-    dev: RcDevice,
+pub struct Side<N> {
+    dev: N,
     nqp: usize,
     slots: usize,
     size: usize,
@@ -27,13 +26,23 @@ struct Side {
     port: PortInfo,
 }
 
-impl Side {
-    fn new(rdma: &RdmaDevice, h: &Hello) -> anyhow::Result<Side> {
+/// Entries of the CQ of a run's side: every QP's send and receive queues.
+pub fn cq_entries(h: &Hello) -> usize {
+    h.qps as usize * (slots(h) * 4 + 16) + 16
+}
+
+impl<N: RcNic> Side<N> {
+    /// The side's QPs (in RESET) and buffers on `dev`, whose port `port_num` is
+    /// described by `port`, with GID index `gid_index`.
+    pub fn new(
+        mut dev: N,
+        port: PortInfo,
+        port_num: u8,
+        gid_index: u8,
+        h: &Hello,
+    ) -> anyhow::Result<Side<N>> {
         let slots = slots(h);
         let nqp = h.qps as usize;
-        let cqe = nqp * (slots * 4 + 16) + 16;
-        let (mut dev, port) = RcDevice::open(&rdma.name, rdma.port, rdma.gid_index, cqe)
-            .with_context(|| format!("open RDMA device {} for RC queue pairs", rdma.name))?;
         let depth = u32::try_from(slots * 2 + 8).context("too many slots")?;
         for _ in 0..nqp {
             dev.create_qp(depth, depth)?;
@@ -41,8 +50,8 @@ impl Side {
                 .with_context(|| format!("register {} bytes", slots * h.size as usize))?;
         }
         let params = RcParams {
-            port: rdma.port,
-            sgid_index: rdma.gid_index,
+            port: port_num,
+            sgid_index: gid_index,
             mtu: h.mtu.min(port.active_mtu.max(256)),
             rd_atomic: 16
                 .min(port.max_rd_atomic)
@@ -82,13 +91,13 @@ impl Side {
             .map(|q| Region {
                 addr: self.dev.addr(q),
                 rkey: self.dev.rkey(q),
-                len: self.dev.buf(q).len() as u64,
+                len: self.dev.len(q) as u64,
             })
             .collect()
     }
 
     /// Brings every QP to RTS towards the peer's QP of the same index.
-    fn connect(&self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
+    fn connect(&mut self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
         ensure!(
             endpoints.len() == self.nqp,
             "the peer has {} queue pairs, this side {}",
@@ -109,8 +118,8 @@ impl Side {
 
     fn fill(&mut self, q: usize, slot: usize, i: u64) {
         if let Some(p) = self.pattern {
-            let at = slot * self.size;
-            p.fill(i, 0, &mut self.dev.buf_mut(q)[at..at + self.size]);
+            self.dev
+                .write(q, slot * self.size, self.size, &mut |s| p.fill(i, 0, s));
         }
     }
 
@@ -118,16 +127,18 @@ impl Side {
     /// the first wrong one to the end of the message.
     fn check(&self, q: usize, slot: usize, i: u64) -> u64 {
         let Some(p) = self.pattern else { return 0 };
-        let at = slot * self.size;
-        match p.check(i, 0, &self.dev.buf(q)[at..at + self.size]) {
-            Ok(()) => 0,
-            Err(m) => self.size as u64 - m.offset,
-        }
+        let mut bad = 0;
+        self.dev.read(q, slot * self.size, self.size, &mut |s| {
+            if let Err(m) = p.check(i, 0, s) {
+                bad = s.len() as u64 - m.offset;
+            }
+        });
+        bad
     }
 
     /// A post of one message-sized slot.
     fn post(
-        &self,
+        &mut self,
         q: usize,
         wr_id: u64,
         op: SendOp,
@@ -148,7 +159,7 @@ impl Side {
     }
 
     /// A zero-byte SEND (a credit) on QP `q`.
-    fn credit(&self, q: usize, wr_id: u64) -> anyhow::Result<()> {
+    fn credit(&mut self, q: usize, wr_id: u64) -> anyhow::Result<()> {
         let p = Post {
             wr_id,
             op: SendOp::Send,
@@ -162,7 +173,7 @@ impl Side {
     }
 
     /// A receive of slot `slot` (or of no bytes: immediates and credits).
-    fn recv(&self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
+    fn recv(&mut self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
         let len = if with_buffer { self.size } else { 0 };
         Ok(self
             .dev
@@ -184,7 +195,7 @@ impl Side {
                     "RC work request {} on QP {:#x} completed with {} ({})",
                     wc.wr_id,
                     wc.qp_num,
-                    status_name(wc.status),
+                    self.dev.status_name(wc.status),
                     wc.status
                 );
             }
@@ -198,15 +209,13 @@ fn credits(h: &Hello) -> bool {
     h.op == Op::Write && h.verify_seed.is_some() && !h.lat
 }
 
-/// Client side of an RC run.
-pub fn client(
+/// Client side of an RC run on `side`.
+pub fn client_on<N: RcNic>(
+    mut side: Side<N>,
     ctrl: &mut Control,
     mut hello: Hello,
     progress: &mut Progress,
-    rdma: Option<&RdmaDevice>,
 ) -> anyhow::Result<Outcome> {
-    let rdma = rdma.context("--transport rc needs --backend verbs")?;
-    let mut side = Side::new(rdma, &hello)?;
     hello.mtu = side.params.mtu;
     hello.endpoints = side.endpoints();
     hello.regions = side.regions();
@@ -289,8 +298,8 @@ pub fn client(
 
 /// Bandwidth run, client side: up to `slots` messages in flight per QP (slots
 /// awaiting their credit count as in flight) until the count or the time is reached.
-fn stream(
-    side: &mut Side,
+fn stream<N: RcNic>(
+    side: &mut Side<N>,
     h: &Hello,
     regions: &[Region],
     progress: &mut Progress,
@@ -347,7 +356,7 @@ fn stream(
         for wc in done {
             let q = side.qp_index(wc)?;
             any = true;
-            if is_receive(wc.opcode) {
+            if wc.receive {
                 // A credit: the server checked a slot of this QP.
                 in_flight[q] = in_flight[q].saturating_sub(1);
                 side.recv(q, wc.wr_id as usize, false)?;
@@ -379,8 +388,8 @@ fn stream(
 
 /// Latency run, client side: one message at a time on QP 0, echoed back the same
 /// way (WRITE_WITH_IMM or SEND), or one READ.
-fn ping(
-    side: &mut Side,
+fn ping<N: RcNic>(
+    side: &mut Side<N>,
     h: &Hello,
     regions: &[Region],
     progress: &mut Progress,
@@ -411,7 +420,7 @@ fn ping(
         let start = Instant::now();
         while !(got_sent && got_echo) {
             for wc in side.poll(&mut wcs)? {
-                if is_receive(wc.opcode) {
+                if wc.receive {
                     ensure!(!got_echo, "two echoes for one ping");
                     got_echo = true;
                 } else {
@@ -438,8 +447,7 @@ fn ping(
 
 /// The server's QPs, connected, with their receives posted; and whether receives
 /// are watched (`Some(with_buffer)`).
-fn set_up(rdma: &RdmaDevice, h: &Hello) -> anyhow::Result<(Side, Option<bool>)> {
-    let mut side = Side::new(rdma, h)?;
+fn set_up<N: RcNic>(mut side: Side<N>, h: &Hello) -> anyhow::Result<(Side<N>, Option<bool>)> {
     ensure!(
         side.params.mtu == h.mtu,
         "this server's port carries {} bytes per packet, the client asked for {}: rerun the client with -m {}",
@@ -474,12 +482,14 @@ fn set_up(rdma: &RdmaDevice, h: &Hello) -> anyhow::Result<(Side, Option<bool>)> 
     Ok((side, recvs))
 }
 
-/// Server side of an RC run.
-pub fn server(ctrl: &mut Control, h: &Hello, rdma: Option<&RdmaDevice>) -> anyhow::Result<Report> {
-    let set = rdma
-        .context("this server has no RDMA device: start it with --backend verbs")
-        .and_then(|d| set_up(d, h));
-    let (mut side, recvs) = match set {
+/// Server side of an RC run on `side` (`Err`: this side could not be opened; the
+/// client is told why, as when its run cannot be set up here).
+pub fn server_on<N: RcNic>(
+    side: anyhow::Result<Side<N>>,
+    ctrl: &mut Control,
+    h: &Hello,
+) -> anyhow::Result<Report> {
+    let (mut side, recvs) = match side.and_then(|s| set_up(s, h)) {
         Ok(s) => s,
         Err(e) => {
             let _ = ctrl.send(&Message::Reject {
@@ -510,7 +520,7 @@ pub fn server(ctrl: &mut Control, h: &Hello, rdma: Option<&RdmaDevice>) -> anyho
     }
     loop {
         let got: Vec<Completion> = side.poll(&mut wcs)?.to_vec();
-        for wc in got.iter().filter(|wc| is_receive(wc.opcode)) {
+        for wc in got.iter().filter(|wc| wc.receive) {
             let q = side.qp_index(wc)?;
             let c = received[q];
             received[q] += 1;

@@ -6,29 +6,10 @@
 #![allow(unsafe_code)] // the verbs FFI of `--transport rc`; each block says why it is sound
 
 use super::attr::{RcAttrs, RcState};
+use super::nic::{Completion, PortInfo, Post, RcError, RcNic, SendOp};
 use ibverbs_sys as ffi;
 use std::ffi::CStr;
 use std::ptr;
-
-/// A failed verbs call, or a device that cannot run the test.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RcError {
-    /// A verbs call returned an error.
-    #[error("{call} failed: {source}")]
-    Call {
-        /// The call.
-        call: &'static str,
-        /// What it returned.
-        source: std::io::Error,
-    },
-    /// The device or port cannot be used.
-    #[error("{0}")]
-    Device(String),
-    /// A post outside a registered buffer, or with an unknown QP (a bug of the caller).
-    #[error("invalid work request: {0}")]
-    Invalid(&'static str),
-}
 
 fn call(call: &'static str, rc: i32) -> RcError {
     RcError::Call {
@@ -44,80 +25,10 @@ fn last(call: &'static str) -> RcError {
     }
 }
 
-/// What the local port offers.
-#[derive(Clone, Copy, Debug)]
-pub struct PortInfo {
-    /// LID (0 on RoCE).
-    pub lid: u16,
-    /// GID at the chosen index.
-    pub gid: [u8; 16],
-    /// Active MTU in bytes.
-    pub active_mtu: u32,
-    /// READs a QP may have outstanding as initiator (`max_qp_init_rd_atom`).
-    pub max_rd_atomic: u8,
-    /// READs a QP may serve at once as responder (`max_qp_rd_atom`).
-    pub max_dest_rd_atomic: u8,
-}
-
-/// Operation of a send work request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SendOp {
-    /// RDMA WRITE.
-    Write,
-    /// RDMA WRITE with immediate (consumes a receive at the peer).
-    WriteImm(u32),
-    /// SEND.
-    Send,
-    /// RDMA READ.
-    Read,
-}
-
-/// One send work request: `len` bytes at `offset` of buffer `buf`, to or from
-/// `remote` (address, rkey) for RDMA operations.
-#[derive(Clone, Copy, Debug)]
-pub struct Post {
-    /// Echoed by the completion.
-    pub wr_id: u64,
-    /// The operation.
-    pub op: SendOp,
-    /// Local buffer index.
-    pub buf: usize,
-    /// Offset in it.
-    pub offset: usize,
-    /// Bytes (0: no scatter/gather entry).
-    pub len: usize,
-    /// Remote address and key (RDMA operations).
-    pub remote: Option<(u64, u32)>,
-    /// Ask for a completion.
-    pub signaled: bool,
-}
-
-/// A work completion, reduced.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Completion {
-    /// The work request's id.
-    pub wr_id: u64,
-    /// `IBV_WC_SUCCESS` (0) or the error status.
-    pub status: u32,
-    /// `ibv_wc_opcode`.
-    pub opcode: u32,
-    /// Bytes received.
-    pub byte_len: u32,
-    /// Local QP number.
-    pub qp_num: u32,
-}
-
 /// `IBV_WC_RECV` and `IBV_WC_RECV_RDMA_WITH_IMM`: receive completions.
-pub fn is_receive(opcode: u32) -> bool {
+fn is_receive(opcode: u32) -> bool {
     opcode == ffi::ibv_wc_opcode::IBV_WC_RECV
         || opcode == ffi::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM
-}
-
-/// A name for a completion status.
-pub fn status_name(status: u32) -> String {
-    // SAFETY: ibv_wc_status_str returns a static C string for any value.
-    let s = unsafe { CStr::from_ptr(ffi::ibv_wc_status_str(status)) };
-    s.to_string_lossy().into_owned()
 }
 
 struct Buffer {
@@ -252,9 +163,27 @@ impl RcDevice {
         Ok((dev, info))
     }
 
+    fn sge(&self, buf: usize, offset: usize, len: usize) -> Result<ffi::ibv_sge, RcError> {
+        let b = self
+            .bufs
+            .get(buf)
+            .ok_or(RcError::Invalid("no such buffer"))?;
+        if offset.checked_add(len).is_none_or(|end| end > b.mem.len()) {
+            return Err(RcError::Invalid("outside the registered buffer"));
+        }
+        Ok(ffi::ibv_sge {
+            addr: b.mem.as_ptr() as u64 + offset as u64,
+            length: u32::try_from(len).map_err(|_| RcError::Invalid("above 4 GiB"))?,
+            // SAFETY: the MR is alive while self is.
+            lkey: unsafe { (*b.mr).lkey },
+        })
+    }
+}
+
+impl RcNic for RcDevice {
     /// Maps and registers a zeroed buffer of `len` bytes (local write, remote write
     /// and read); returns its index.
-    pub fn register(&mut self, len: usize) -> Result<usize, RcError> {
+    fn register(&mut self, len: usize) -> Result<usize, RcError> {
         let mut mem = vec![0u8; len.max(1)].into_boxed_slice();
         let access = (ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
             | ffi::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0
@@ -270,29 +199,32 @@ impl RcDevice {
     }
 
     /// Address of buffer `b`'s first byte, as the peer names it.
-    pub fn addr(&self, b: usize) -> u64 {
+    fn addr(&self, b: usize) -> u64 {
         self.bufs[b].mem.as_ptr() as u64
     }
 
     /// Remote key of buffer `b`.
-    pub fn rkey(&self, b: usize) -> u32 {
+    fn rkey(&self, b: usize) -> u32 {
         // SAFETY: the MR is alive while self is.
         unsafe { (*self.bufs[b].mr).rkey }
     }
 
-    /// The bytes of buffer `b`. The NIC writes into it on its own: read what a
-    /// completion says has arrived.
-    pub fn buf(&self, b: usize) -> &[u8] {
-        &self.bufs[b].mem
+    fn len(&self, b: usize) -> usize {
+        self.bufs[b].mem.len()
     }
 
-    /// The bytes of buffer `b`, to fill before a send.
-    pub fn buf_mut(&mut self, b: usize) -> &mut [u8] {
-        &mut self.bufs[b].mem
+    /// The NIC writes into the buffer on its own: the run reads only what a
+    /// completion says has arrived, and writes only slots no request uses.
+    fn read(&self, b: usize, at: usize, len: usize, f: &mut dyn FnMut(&[u8])) {
+        f(&self.bufs[b].mem[at..at + len]);
+    }
+
+    fn write(&mut self, b: usize, at: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) {
+        f(&mut self.bufs[b].mem[at..at + len]);
     }
 
     /// Creates an RC QP in RESET on the CQ; returns its index.
-    pub fn create_qp(&mut self, max_send_wr: u32, max_recv_wr: u32) -> Result<usize, RcError> {
+    fn create_qp(&mut self, max_send_wr: u32, max_recv_wr: u32) -> Result<usize, RcError> {
         let mut init = ffi::ibv_qp_init_attr {
             qp_context: ptr::null_mut(),
             send_cq: self.cq,
@@ -318,13 +250,13 @@ impl RcDevice {
     }
 
     /// QP number of QP `q`.
-    pub fn qpn(&self, q: usize) -> u32 {
+    fn qpn(&self, q: usize) -> u32 {
         // SAFETY: the QP is alive while self is.
         unsafe { (*self.qps[q]).qp_num }
     }
 
     /// Applies one transition's attributes to QP `q`.
-    pub fn modify(&self, q: usize, attrs: &RcAttrs) -> Result<(), RcError> {
+    fn modify(&mut self, q: usize, attrs: &RcAttrs) -> Result<(), RcError> {
         let (mut attr, mask) = qp_attr(attrs);
         // SAFETY: `attr` is initialised for every bit of `mask`; the QP is alive.
         let rc = unsafe { ffi::ibv_modify_qp(self.qps[q], &mut attr, mask.0 as i32) };
@@ -334,24 +266,8 @@ impl RcDevice {
         Ok(())
     }
 
-    fn sge(&self, buf: usize, offset: usize, len: usize) -> Result<ffi::ibv_sge, RcError> {
-        let b = self
-            .bufs
-            .get(buf)
-            .ok_or(RcError::Invalid("no such buffer"))?;
-        if offset.checked_add(len).is_none_or(|end| end > b.mem.len()) {
-            return Err(RcError::Invalid("outside the registered buffer"));
-        }
-        Ok(ffi::ibv_sge {
-            addr: b.mem.as_ptr() as u64 + offset as u64,
-            length: u32::try_from(len).map_err(|_| RcError::Invalid("above 4 GiB"))?,
-            // SAFETY: the MR is alive while self is.
-            lkey: unsafe { (*b.mr).lkey },
-        })
-    }
-
     /// Posts one send work request on QP `q`.
-    pub fn post_send(&self, q: usize, p: &Post) -> Result<(), RcError> {
+    fn post_send(&mut self, q: usize, p: &Post) -> Result<(), RcError> {
         let qp = *self.qps.get(q).ok_or(RcError::Invalid("no such QP"))?;
         let mut sge = self.sge(p.buf, p.offset, p.len)?;
         let mut wr = send_wr(p);
@@ -376,8 +292,8 @@ impl RcDevice {
     }
 
     /// Posts one receive on QP `q` (`len` 0: no buffer, for immediates only).
-    pub fn post_recv(
-        &self,
+    fn post_recv(
+        &mut self,
         q: usize,
         wr_id: u64,
         buf: usize,
@@ -408,7 +324,7 @@ impl RcDevice {
     }
 
     /// Polls up to `out.len()` completions into `out`; returns how many.
-    pub fn poll(&mut self, out: &mut [Completion]) -> Result<usize, RcError> {
+    fn poll(&mut self, out: &mut [Completion]) -> Result<usize, RcError> {
         let max = out.len().min(self.wc.len());
         // SAFETY: the CQ is alive; its context's ops table is set by the driver;
         // `wc` has room for `max` entries.
@@ -426,12 +342,18 @@ impl RcDevice {
             *o = Completion {
                 wr_id: w.wr_id(),
                 status: w.error().map_or(0, |(s, _)| s),
-                opcode: w.opcode(),
+                receive: is_receive(w.opcode()),
                 byte_len: w.len() as u32,
                 qp_num: w.qp_num,
             };
         }
         Ok(n)
+    }
+
+    fn status_name(&self, status: u32) -> String {
+        // SAFETY: ibv_wc_status_str returns a static C string for any value.
+        let s = unsafe { CStr::from_ptr(ffi::ibv_wc_status_str(status)) };
+        s.to_string_lossy().into_owned()
     }
 }
 
