@@ -465,3 +465,27 @@ impl QueuePair {
         &self.inner.ctx
     }
 }
+
+#[cfg(all(test, not(all(feature = "verbs", target_os = "linux"))))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verbs_descriptor_without_the_feature_says_to_rebuild() {
+        let mem = QpEndpoint {
+            qpn: 7,
+            token: 9,
+            paths: 4,
+            mtu: 4096,
+            addr: PeerAddr::Mem { fabric: 1, host: 2 },
+        };
+        let mut b = mem.to_bytes();
+        b.truncate(23);
+        b.push(KIND_VERBS);
+        b.extend_from_slice(&[0; 40]);
+        match QpEndpoint::from_bytes(&b) {
+            Err(VerbsError::BadEndpoint(m)) => assert!(m.contains("--features verbs"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -334,6 +334,16 @@ impl VerbsBackend {
         info: &EndpointInfo,
     ) -> Result<(), VerbsError> {
         let mut s = self.lock();
+        // Refuse a second connect before routing anything (the host would refuse it
+        // after the datapath had added the peer's address handles).
+        let state = s.host.host.qp_state(qpn);
+        if state != crate::QpState::Init {
+            return Err(VerbsError::InvalidState {
+                qpn,
+                state,
+                hint: "connect a QP once, right after creating it",
+            });
+        }
         let fits = s.dp.mtu().min(info.mtu as usize);
         if cfg.mtu > fits {
             return Err(VerbsError::InvalidAttr {
