@@ -27,6 +27,8 @@ pub mod attr;
 mod nic;
 #[cfg_attr(not(all(feature = "verbs", target_os = "linux")), allow(dead_code))]
 mod run;
+#[cfg_attr(not(all(feature = "verbs", target_os = "linux")), allow(dead_code))]
+mod serve;
 #[cfg(all(feature = "verbs", target_os = "linux"))]
 mod sys;
 #[cfg(test)]
@@ -70,7 +72,7 @@ mod present {
         hello: &Hello,
         rdma: Option<&RdmaDevice>,
     ) -> anyhow::Result<Report> {
-        run::server_on(open(rdma, hello), ctrl, hello)
+        super::serve::server_on(open(rdma, hello), ctrl, hello)
     }
 }
 #[cfg(all(feature = "verbs", target_os = "linux"))]

@@ -10,7 +10,8 @@
 
 use super::attr::{initial_psn, RcAttrs, RcState};
 use super::nic::{Completion, PortInfo, Post, RcError, RcNic, SendOp};
-use super::run::{client_on, server_on, Side};
+use super::run::{client_on, Side};
+use super::serve::server_on;
 use crate::perf::client::SETUP_TIMEOUT;
 use crate::perf::exchange::{Backend, Control, Hello, Message, Op, Report, Transport};
 use crate::perf::report::Outcome;
