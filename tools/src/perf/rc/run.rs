@@ -1,4 +1,5 @@
-//! Client and server of an RC run over any [`RcNic`] (see the module docs of `rc`).
+//! The client's side of an RC run over any [`RcNic`], and the per-side objects both
+//! ends use (see the module docs of `rc`).
 
 use super::attr::{bring_up, initial_psn, RcEndpoint, RcParams};
 use super::nic::{Completion, PortInfo, Post, RcNic, SendOp};
