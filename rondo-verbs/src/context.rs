@@ -8,15 +8,19 @@ use crate::qp::QueuePair;
 use crate::types::{ContextAttr, ContextStats, DeviceInfo, QpInitAttr};
 #[cfg(target_os = "linux")]
 use crate::udp::{UdpAttr, UdpBackend};
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+use crate::verbs_backend::{VerbsAttr, VerbsBackend, VerbsContextStats};
 use crate::VerbsError;
 use reorder::BufferConfig;
 use rondo_ud::mem::HostId;
 use rondo_ud::{Endpoint, EndpointConfig, Instant};
 use std::sync::Arc;
 
-/// The devices this build can open.
+/// The devices this build can open: `mem`, `udp`, and with the `verbs` feature
+/// one `verbs:<name>` per RDMA device of the host.
 pub fn devices() -> Vec<DeviceInfo> {
-    vec![
+    #[allow(unused_mut)] // extended only with the `verbs` feature
+    let mut list = vec![
         DeviceInfo {
             name: "mem".into(),
             description: "in-process fabric, deterministic, seeded (Context::open_mem)",
@@ -25,7 +29,10 @@ pub fn devices() -> Vec<DeviceInfo> {
             name: "udp".into(),
             description: "kernel UDP sockets, one per path (Context::open_udp)",
         },
-    ]
+    ];
+    #[cfg(all(feature = "verbs", target_os = "linux"))]
+    list.extend(crate::verbs_backend::devices());
+    list
 }
 
 pub(crate) enum Backend {
@@ -36,6 +43,8 @@ pub(crate) enum Backend {
     },
     #[cfg(target_os = "linux")]
     Udp(UdpBackend),
+    #[cfg(all(feature = "verbs", target_os = "linux"))]
+    Verbs(VerbsBackend),
 }
 
 pub(crate) struct ContextInner {
@@ -126,12 +135,38 @@ impl Context {
         })
     }
 
-    /// The device name (`mem`, `udp`).
+    /// Opens a context on an RDMA device (`verbs` feature): one UD queue pair
+    /// brought to RTS, registered send and receive buffers, and a progress thread.
+    /// Keys, QP numbers and tokens come from OS randomness. Without a device this is
+    /// [`VerbsError::Device`] saying so (`rondo doctor` explains the host).
+    #[cfg(all(feature = "verbs", target_os = "linux"))]
+    pub fn open_verbs(attr: ContextAttr, verbs: VerbsAttr) -> Result<Context, VerbsError> {
+        let backend = VerbsBackend::open(endpoint(&attr)?, &verbs)?;
+        Ok(Context {
+            inner: Arc::new(ContextInner {
+                backend: Backend::Verbs(backend),
+                attr,
+            }),
+        })
+    }
+
+    /// The device name (`mem`, `udp`, `verbs`).
     pub fn device_name(&self) -> &'static str {
         match self.inner.backend {
             Backend::Mem { .. } => "mem",
             #[cfg(target_os = "linux")]
             Backend::Udp(_) => "udp",
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(_) => "verbs",
+        }
+    }
+
+    /// The verbs datapath's counters and MTU (`verbs` only; `None` otherwise).
+    #[cfg(all(feature = "verbs", target_os = "linux"))]
+    pub fn verbs_stats(&self) -> Option<VerbsContextStats> {
+        match &self.inner.backend {
+            Backend::Verbs(v) => Some(v.verbs_stats()),
+            _ => None,
         }
     }
 
@@ -141,6 +176,8 @@ impl Context {
             Backend::Mem { .. } => Vec::new(),
             #[cfg(target_os = "linux")]
             Backend::Udp(u) => u.addrs().to_vec(),
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(_) => Vec::new(),
         }
     }
 
@@ -155,6 +192,8 @@ impl Context {
             Backend::Mem { fabric, host, .. } => (fabric.id() == fabric_id).then_some(*host),
             #[cfg(target_os = "linux")]
             Backend::Udp(_) => None,
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(_) => None,
         }
     }
 
@@ -173,6 +212,8 @@ impl Context {
             }
             #[cfg(target_os = "linux")]
             Backend::Udp(u) => u.with_host(f),
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(v) => v.with_host(f),
         }
     }
 
@@ -182,6 +223,8 @@ impl Context {
             Backend::Mem { fabric, host, .. } => f(&fabric.lock().net.host(*host).host),
             #[cfg(target_os = "linux")]
             Backend::Udp(u) => f(&u.lock().host.host),
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(v) => f(&v.lock().host.host),
         }
     }
 
@@ -191,6 +234,8 @@ impl Context {
             Backend::Mem { fabric, .. } => fabric.progress(|| !cq.is_empty()),
             #[cfg(target_os = "linux")]
             Backend::Udp(u) => u.idle_poll(),
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(v) => v.idle_poll(),
         }
     }
 
@@ -246,6 +291,8 @@ impl Context {
         match &self.inner.backend {
             #[cfg(target_os = "linux")]
             Backend::Udp(u) => u.stats(),
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(v) => v.stats(),
             Backend::Mem { .. } => self.with_host_ref(|h| h.context_stats()),
         }
     }
@@ -256,6 +303,8 @@ impl Context {
             Backend::Mem { fabric, .. } => fabric.paths(),
             #[cfg(target_os = "linux")]
             Backend::Udp(u) => u.addrs().len() as u16,
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(v) => v.paths(),
         }
     }
 

@@ -72,6 +72,10 @@ pub enum VerbsError {
     /// An operating-system call (socket, thread, randomness) failed.
     #[error("I/O: {0}")]
     Io(String),
+    /// The RDMA device cannot be used (none on the host, another name, a port or GID
+    /// that cannot carry Rondo, a verbs call that failed).
+    #[error("{0}")]
+    Device(String),
     /// The backend is not available in this build or on this host.
     #[error("backend `{0}` is not available: {1}")]
     Unsupported(&'static str, &'static str),

@@ -68,7 +68,10 @@
 //! (one thread per process, faster on a busy host, but every side must keep
 //! polling). Both backends drive the same sans-IO verbs host. `docs/verbs.md`
 //! has the measurements behind these choices. On `udp`, create QPs with
-//! `QpInitAttr::udp(paths)`.
+//! `QpInitAttr::udp(paths)`. `verbs` (cargo feature `verbs`, an RDMA NIC;
+//! `Context::open_verbs`, `QpInitAttr::verbs(paths, mtu)`): the same progress
+//! thread over a UD queue pair, sleeping briefly when idle since the NIC's
+//! completion queues have no eventfd to wait on (`docs/ibverbs.md`).
 #![forbid(unsafe_code)]
 
 mod context;
@@ -82,6 +85,8 @@ mod qp;
 mod types;
 #[cfg(target_os = "linux")]
 mod udp;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+mod verbs_backend;
 
 pub use context::{devices, Context};
 pub use cq::CompletionQueue;
@@ -93,7 +98,11 @@ pub use qp::{PeerAddr, QpEndpoint, QueuePair};
 pub use rondo_ud::mem::PathSpec;
 #[cfg(target_os = "linux")]
 pub use rondo_ud::udp::UdpConfig;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+pub use rondo_ud::verbs::{exchange::EndpointInfo, VerbsStats};
 pub use rondo_ud::{Duration, FlowConfig, Instant};
 pub use types::*;
 #[cfg(target_os = "linux")]
 pub use udp::{udp_flow_config, UdpAttr, HOST_BASE_RTT, HOST_REORDER_PACKETS, HOST_RTO_MIN};
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+pub use verbs_backend::{verbs_flow_config, VerbsAttr, VerbsContextStats, IDLE_SLEEP, NO_DEVICE};

@@ -26,7 +26,17 @@ pub enum PeerAddr {
         /// Address of each path's socket.
         paths: Vec<std::net::SocketAddr>,
     },
+    /// The UD queue pair of a `verbs` context (its QPN, qkey, GID, LID, MTU and
+    /// paths; the Rondo QP number is [`QpEndpoint::qpn`]).
+    #[cfg(all(feature = "verbs", target_os = "linux"))]
+    Verbs {
+        /// The context's endpoint record (`rondo_ud::verbs::exchange`).
+        info: rondo_ud::verbs::exchange::EndpointInfo,
+    },
 }
+
+/// Address kind of a `verbs` descriptor: the 40-byte endpoint record follows.
+const KIND_VERBS: u8 = 2;
 
 /// Everything a peer needs to connect to a QP (`qpn`, addresses per path, the
 /// connection token, paths and MTU), exchanged out of band like perftest's
@@ -81,6 +91,11 @@ impl QpEndpoint {
                     b.extend_from_slice(&a.port().to_be_bytes());
                 }
             }
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            PeerAddr::Verbs { info } => {
+                b.push(KIND_VERBS);
+                b.extend_from_slice(&info.encode());
+            }
         }
         b
     }
@@ -126,6 +141,7 @@ impl QpEndpoint {
                 }
                 PeerAddr::Udp { paths: v }
             }
+            KIND_VERBS => verbs_addr(&mut r)?,
             _ => return Err(bad("unknown address kind")),
         };
         if r.at != b.len() {
@@ -139,6 +155,26 @@ impl QpEndpoint {
             addr,
         })
     }
+}
+
+/// The address of a `verbs` descriptor: its 40-byte endpoint record.
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+fn verbs_addr(r: &mut Reader<'_>) -> Result<PeerAddr, VerbsError> {
+    use rondo_ud::verbs::exchange::{EndpointInfo, ENDPOINT_INFO_LEN};
+    let record = r
+        .take(ENDPOINT_INFO_LEN)
+        .ok_or_else(|| VerbsError::BadEndpoint("truncated verbs endpoint record".into()))?;
+    let info = EndpointInfo::decode(record)
+        .map_err(|e| VerbsError::BadEndpoint(format!("verbs endpoint record: {e}")))?;
+    Ok(PeerAddr::Verbs { info })
+}
+
+/// A `verbs` descriptor in a build without the feature.
+#[cfg(not(all(feature = "verbs", target_os = "linux")))]
+fn verbs_addr(_: &mut Reader<'_>) -> Result<PeerAddr, VerbsError> {
+    Err(VerbsError::BadEndpoint(
+        "the peer is a `verbs` QP and this build has no `verbs` feature: rebuild with `--features verbs`".into(),
+    ))
 }
 
 struct Reader<'a> {
@@ -308,6 +344,10 @@ impl QueuePair {
             Backend::Udp(u) => PeerAddr::Udp {
                 paths: u.addrs().to_vec(),
             },
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(v) => PeerAddr::Verbs {
+                info: v.local_info(),
+            },
         };
         QpEndpoint {
             qpn: self.inner.qpn,
@@ -370,6 +410,16 @@ impl QueuePair {
                     .map_err(|e| VerbsError::BadEndpoint(e.to_string()))?;
                 Ok(())
             }
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            (Backend::Verbs(v), PeerAddr::Verbs { info }) => {
+                let (seed, line_rate) = self
+                    .inner
+                    .ctx
+                    .with_host(|h, _| (h.keys.next_u64(), h.line_rate_bps));
+                let token = self.inner.token ^ remote.token;
+                let cfg = Self::flow_config(a, line_rate, seed, token);
+                v.connect(self.inner.qpn, remote.qpn, &cfg, info)
+            }
             _ => Err(VerbsError::BadEndpoint(
                 "the peer is on another device or fabric; connect QPs of the same backend".into(),
             )),
@@ -413,5 +463,29 @@ impl QueuePair {
     /// The context.
     pub fn context(&self) -> &Context {
         &self.inner.ctx
+    }
+}
+
+#[cfg(all(test, not(all(feature = "verbs", target_os = "linux"))))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verbs_descriptor_without_the_feature_says_to_rebuild() {
+        let mem = QpEndpoint {
+            qpn: 7,
+            token: 9,
+            paths: 4,
+            mtu: 4096,
+            addr: PeerAddr::Mem { fabric: 1, host: 2 },
+        };
+        let mut b = mem.to_bytes();
+        b.truncate(23);
+        b.push(KIND_VERBS);
+        b.extend_from_slice(&[0; 40]);
+        match QpEndpoint::from_bytes(&b) {
+            Err(VerbsError::BadEndpoint(m)) => assert!(m.contains("--features verbs"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -302,6 +302,21 @@ impl QpInitAttr {
     }
 }
 
+impl QpInitAttr {
+    /// Attributes for QPs on the `verbs` backend: `paths` paths, datagrams of `mtu`
+    /// bytes (at most the port's active MTU, 256 to 4096), and
+    /// [`crate::verbs_flow_config`]'s engine settings.
+    #[cfg(all(feature = "verbs", target_os = "linux"))]
+    pub fn verbs(paths: u16, mtu: usize) -> QpInitAttr {
+        QpInitAttr {
+            paths,
+            mtu,
+            flow: crate::verbs_flow_config(paths, mtu),
+            ..QpInitAttr::default()
+        }
+    }
+}
+
 impl Default for QpInitAttr {
     fn default() -> Self {
         QpInitAttr {
@@ -384,7 +399,7 @@ pub struct ContextStats {
 /// One device a [`crate::Context`] can open.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
-    /// `mem`, `udp`, later `verbs:<name>`.
+    /// `mem`, `udp`, or `verbs:<name>` (an RDMA device, `verbs` feature).
     pub name: String,
     /// What it is.
     pub description: &'static str,

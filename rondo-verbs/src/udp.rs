@@ -139,6 +139,24 @@ pub(crate) struct UdpHost {
     pub reordered: u64,
 }
 
+impl UdpHost {
+    /// `host` behind fault injection: arriving datagrams dropped with probability
+    /// `loss`, held back behind the next one with probability `reorder` (both in
+    /// [0, 1]), from a generator seeded with `seed`. The `verbs` backend uses it too.
+    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
+    pub(crate) fn new(host: VerbsHost, loss: f64, reorder: f64, seed: u64) -> UdpHost {
+        UdpHost {
+            host,
+            loss,
+            reorder,
+            rng: Rng::new(seed),
+            held: None,
+            dropped: 0,
+            reordered: 0,
+        }
+    }
+}
+
 impl Host for UdpHost {
     fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
         if self.loss > 0.0 && self.rng.gen_f64() < self.loss {

@@ -16,7 +16,7 @@ pub struct Args {
 const MEMLOCK_NEEDED: u64 = 64 << 20;
 
 /// The command to rebuild with the verbs datapath.
-const REBUILD: &str = "sudo apt-get install -y cmake libnl-3-dev libnl-route-3-dev libclang-dev libibverbs-dev pkg-config && cargo build --release -p rondo-tools --features verbs";
+pub(crate) const REBUILD: &str = "sudo apt-get install -y cmake libnl-3-dev libnl-route-3-dev libclang-dev libibverbs-dev pkg-config && cargo build --release -p rondo-tools --features verbs";
 
 /// One GID of a port.
 #[derive(Debug, Serialize)]

@@ -1,9 +1,10 @@
 //! `rondo perf client`: connects to the server, runs one measurement, prints it.
 
-use super::exchange::{Accept, Control, Done, Hello, Message, Op, Report, Transport};
+use super::device;
+use super::exchange::{Accept, Backend, Control, Done, Hello, Message, Op, Report, Transport};
 use super::pattern::Pattern;
 use super::report::{self, gbps, Outcome};
-use super::{ceiling, raw_udp};
+use super::{ceiling, raw_udp, rc};
 use super::{check, rondo, ClientArgs, Progress};
 use anyhow::Context as _;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -16,8 +17,14 @@ pub const REPORT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs the client.
 pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
+    device::check_combination(args.device.backend, Some(args.transport), &args.device)?;
     let hello = args.hello();
     check(&hello)?;
+    // The RDMA device before the server: a host without one says so at once.
+    let rdma = match hello.backend {
+        Backend::Verbs => Some(device::resolve(&args.device)?),
+        Backend::Udp => None,
+    };
     let addr = (args.host.as_str(), args.port)
         .to_socket_addrs()
         .with_context(|| format!("resolve {}", args.host))?
@@ -29,7 +36,8 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
     let mut progress = Progress::new(!args.json);
     let mut outcome = match hello.transport {
         Transport::RawUdp => raw(&mut ctrl, hello, &mut progress)?,
-        Transport::Rondo => rondo::client(&mut ctrl, hello, &mut progress)?,
+        Transport::Rondo => rondo::client(&mut ctrl, hello, &mut progress, rdma.as_ref())?,
+        Transport::Rc => rc::client(&mut ctrl, hello, &mut progress, rdma.as_ref())?,
     };
     outcome.client_cpu_s = ctrl.session_cpu_ns() as f64 / 1e9;
     let cpu_s = outcome.client_cpu_s + outcome.server_cpu_s;
@@ -70,6 +78,7 @@ pub fn outcome(hello: &Hello, sent: Done, received: &Report) -> Outcome {
         ood_max: received.ood_max,
         op: op_name(hello.op),
         transport: transport_name(hello.transport),
+        backend: backend_name(hello.backend),
         paths: hello.paths,
         qps: hello.qps,
         packets: received.packets,
@@ -95,6 +104,15 @@ pub fn transport_name(t: Transport) -> &'static str {
     match t {
         Transport::Rondo => "rondo",
         Transport::RawUdp => "raw-udp",
+        Transport::Rc => "rc",
+    }
+}
+
+/// The name the CLI and the JSON use for a backend.
+pub fn backend_name(b: Backend) -> &'static str {
+    match b {
+        Backend::Udp => "udp",
+        Backend::Verbs => "verbs",
     }
 }
 

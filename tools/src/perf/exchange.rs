@@ -41,6 +41,20 @@ pub enum Transport {
     /// The same number of UDP sockets and the same datagram size, no reliability:
     /// the ceiling Rondo is measured against.
     RawUdp,
+    /// Plain RC queue pairs on the RDMA device (`--backend verbs`): the transport
+    /// Rondo replaces, measured by the same tool.
+    Rc,
+}
+
+/// What carries Rondo's datagrams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    /// Kernel UDP sockets, one per path.
+    #[default]
+    Udp,
+    /// UD queue pairs on an RDMA NIC (cargo feature `verbs`).
+    Verbs,
 }
 
 /// Everything the server needs to know about a run (client to server, first).
@@ -60,6 +74,9 @@ pub struct Hello {
     pub qps: u32,
     /// Transport.
     pub transport: Transport,
+    /// Datapath of Rondo queue pairs (absent: UDP, as before the field existed).
+    #[serde(default)]
+    pub backend: Backend,
     /// Full datagram size in bytes, headers included.
     pub mtu: u32,
     /// Messages in flight per queue pair.
@@ -400,6 +417,7 @@ mod tests {
             paths: 4,
             qps: 1,
             transport: Transport::RawUdp,
+            backend: Backend::Udp,
             mtu: 1500,
             tx_depth: 64,
             verify_seed: Some(9),

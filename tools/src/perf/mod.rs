@@ -5,20 +5,26 @@
 //! seed) and exchanges the endpoint descriptors over that connection, as perftest
 //! does. The data then moves over UDP: Rondo queue pairs (`--transport rondo`), or
 //! plain datagrams on as many sockets with no reliability (`--transport raw-udp`, the
-//! ceiling). The data receiver sends its account back (bytes, verification, retransmits,
-//! OOD) and the client prints one row of perftest's table or one JSON object.
+//! ceiling). With `--backend verbs` (cargo feature `verbs`) Rondo queue pairs run over
+//! UD queue pairs on an RDMA NIC instead, and `--transport rc` runs the same workload
+//! over plain RC queue pairs on the same device. The data receiver sends its account
+//! back (bytes, verification, retransmits, OOD) and the client prints one row of
+//! perftest's table or one JSON object.
 
 mod ceiling;
 mod client;
+mod device;
 mod exchange;
 mod pattern;
 mod raw_udp;
+mod rc;
 mod report;
 mod rondo;
 mod server;
 
 use anyhow::ensure;
-use exchange::{Hello, Op, Transport};
+use device::DeviceArgs;
+use exchange::{Backend, Hello, Op, Transport};
 use std::io::{IsTerminal, Write as _};
 use std::time::{Duration, Instant};
 
@@ -39,6 +45,9 @@ pub const DEFAULT_MTU: u32 = 4096
     + rondo_ud::wire::DATA_HEADER_LEN as u32
     + rondo_ud::wire::TOKEN_EXT_LEN as u32
     + rondo_verbs::header::HEADER_LEN as u32;
+/// Default datagram size on an RDMA device: RoCE's largest MTU (the port's active MTU
+/// when that is smaller); Rondo's headers are inside it.
+pub const DEFAULT_RDMA_MTU: u32 = 4096;
 
 /// Options of `rondo perf`.
 #[derive(Debug, clap::Args)]
@@ -68,6 +77,8 @@ pub struct ServerArgs {
     /// Stop after serving this many clients (default: serve until stopped).
     #[arg(long, value_name = "N")]
     clients: Option<u64>,
+    #[command(flatten)]
+    device: DeviceArgs,
 }
 
 /// Options of `rondo perf client`.
@@ -96,9 +107,12 @@ pub struct ClientArgs {
     /// Queue pairs.
     #[arg(short = 'q', long, default_value_t = 1)]
     qps: u32,
-    /// What carries the data: Rondo queue pairs, or raw datagrams (the ceiling).
+    /// What carries the data: Rondo queue pairs, raw datagrams (the UDP ceiling), or
+    /// plain RC queue pairs on the RDMA device (`--backend verbs`).
     #[arg(long, value_enum, default_value_t = Transport::Rondo)]
     transport: Transport,
+    #[command(flatten)]
+    device: DeviceArgs,
     /// Write a seeded pattern and check every byte at the receiver.
     #[arg(long)]
     verify: bool,
@@ -122,10 +136,12 @@ pub struct ClientArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
-    /// Datagram size in bytes, headers included (Rondo's MTU; the default carries
-    /// 4096 bytes of Rondo payload, as RoCE's 4096 MTU).
-    #[arg(short, long, default_value_t = DEFAULT_MTU)]
-    mtu: u32,
+    /// Datagram size in bytes, headers included (Rondo's MTU). UDP: default 4156,
+    /// 4096 bytes of Rondo payload as RoCE's 4096 MTU. RDMA device: default 4096,
+    /// at most the port's active MTU; `--transport rc`: the path MTU (256, 512,
+    /// 1024, 2048 or 4096).
+    #[arg(short, long)]
+    mtu: Option<u32>,
     /// Messages in flight per queue pair.
     #[arg(short = 't', long, default_value_t = 128)]
     tx_depth: u32,
@@ -161,7 +177,11 @@ impl ClientArgs {
             paths: self.paths,
             qps: self.qps,
             transport: self.transport,
-            mtu: self.mtu,
+            backend: self.device.backend,
+            mtu: self.mtu.unwrap_or(match self.device.backend {
+                Backend::Udp => DEFAULT_MTU,
+                Backend::Verbs => DEFAULT_RDMA_MTU,
+            }),
             tx_depth: self.tx_depth,
             verify_seed: self.verify.then_some(self.seed),
             lat: self.lat,
@@ -209,12 +229,44 @@ fn check(h: &Hello) -> anyhow::Result<()> {
         "--qps {} is out of range: use 1 to {MAX_PATHS}",
         h.qps
     );
-    let min_mtu = raw_udp::HEADER_LEN as u32 + 1;
-    ensure!(
-        (min_mtu..=MAX_DATAGRAM).contains(&h.mtu),
-        "--mtu {} is out of range: use {min_mtu} to {MAX_DATAGRAM} bytes",
-        h.mtu
-    );
+    match (h.backend, h.transport) {
+        (Backend::Udp, Transport::Rc) => {
+            return Err(device::OptionError::RcNeedsVerbs.into());
+        }
+        (Backend::Verbs, Transport::RawUdp) => {
+            return Err(device::OptionError::RawUdpOnVerbs.into());
+        }
+        (Backend::Udp, _) => {
+            let min_mtu = raw_udp::HEADER_LEN as u32 + 1;
+            ensure!(
+                (min_mtu..=MAX_DATAGRAM).contains(&h.mtu),
+                "--mtu {} is out of range: use {min_mtu} to {MAX_DATAGRAM} bytes",
+                h.mtu
+            );
+        }
+        (Backend::Verbs, Transport::Rc) => ensure!(
+            rc::attr::mtu_code(h.mtu).is_some(),
+            "--mtu {} is no RC path MTU: use 256, 512, 1024, 2048 or 4096",
+            h.mtu
+        ),
+        (Backend::Verbs, _) => ensure!(
+            (256..=4096).contains(&h.mtu),
+            "--mtu {} is out of range on an RDMA device: use 256 to 4096 bytes (RoCE MTUs)",
+            h.mtu
+        ),
+    }
+    if h.transport == Transport::Rc {
+        for (name, set) in [
+            ("--loss", h.loss > 0.0),
+            ("--reorder", h.reorder > 0.0),
+            ("--line-gbps", h.line_gbps > 0.0),
+            ("--reorder-buffer", h.reorder_buffer > 0),
+        ] {
+            if set {
+                return Err(device::OptionError::RondoOnly(name).into());
+            }
+        }
+    }
     ensure!(
         h.line_gbps.is_finite() && (0.0..=10_000.0).contains(&h.line_gbps),
         "--line-gbps {} is out of range: use 0 (default) to 10000",

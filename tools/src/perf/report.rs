@@ -197,8 +197,10 @@ pub struct Outcome {
     pub ood_max: u64,
     /// Operation (`send`, `write`, `read`).
     pub op: &'static str,
-    /// Transport (`rondo`, `raw-udp`).
+    /// Transport (`rondo`, `raw-udp`, `rc`).
     pub transport: &'static str,
+    /// Datapath (`udp`, `verbs`).
+    pub backend: &'static str,
     /// Paths per queue pair.
     pub paths: u32,
     /// Queue pairs.
@@ -280,8 +282,13 @@ pub fn to_table(o: &Outcome) -> String {
     let mut s: String = s.lines().map(|l| format!("{}\n", l.trim_end())).collect();
     let _ = writeln!(
         s,
-        " {} {} over {} path(s) x {} QP(s); verified: {}; retx packets: {}; OOD max: {}{}",
+        " {}{} {} over {} path(s) x {} QP(s); verified: {}; retx packets: {}; OOD max: {}{}",
         o.transport,
+        if o.backend == "verbs" && o.transport == "rondo" {
+            " (verbs)"
+        } else {
+            ""
+        },
         o.op,
         o.paths,
         o.qps,
@@ -313,6 +320,7 @@ mod tests {
             ood_max: 2,
             op: "write",
             transport: "rondo",
+            backend: "udp",
             paths: 4,
             qps: 1,
             packets: 0,

@@ -2,15 +2,24 @@
 //! not a `rondo perf` client at all) is logged and the server goes on.
 
 use super::client::{op_name, raw_plan, transport_name, wait_report, SETUP_TIMEOUT};
-use super::exchange::{Accept, Control, ExchangeError, Hello, Message, Op, Report, Transport};
+use super::device::{self, RdmaDevice};
+use super::exchange::{
+    Accept, Backend, Control, ExchangeError, Hello, Message, Op, Report, Transport,
+};
 use super::report::gbps;
-use super::{ceiling, check, raw_udp, rondo, ServerArgs};
+use super::{ceiling, check, raw_udp, rc, rondo, ServerArgs};
 use anyhow::Context as _;
 use std::net::TcpListener;
 use std::time::Duration;
 
 /// Runs the server until stopped, or until it has served `--clients` clients.
 pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
+    device::check_combination(args.device.backend, None, &args.device)?;
+    // A server meant for an RDMA device that has none stops here, not at the first client.
+    let rdma = match args.device.backend {
+        Backend::Verbs => Some(device::resolve(&args.device)?),
+        Backend::Udp => None,
+    };
     let listener = TcpListener::bind((args.bind, args.port)).with_context(|| {
         format!(
             "listen on {}:{} (is another server running there? try --port)",
@@ -18,6 +27,12 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
         )
     })?;
     eprintln!("rondo perf server listening on {}", listener.local_addr()?);
+    if let Some(d) = &rdma {
+        eprintln!(
+            "RDMA device {} port {} GID index {}: serving --backend verbs and --transport rc too",
+            d.name, d.port, d.gid_index
+        );
+    }
     let mut served = 0u64;
     while args.clients.is_none_or(|n| served < n) {
         let (stream, peer) = match listener.accept() {
@@ -32,7 +47,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
         served += 1;
         match Control::new(stream)
             .map_err(anyhow::Error::from)
-            .and_then(|mut c| serve(&mut c))
+            .and_then(|mut c| serve(&mut c, rdma.as_ref()))
         {
             Ok(line) => eprintln!("client {peer}: {line}"),
             Err(e) => eprintln!("client {peer}: error: {e:#}"),
@@ -42,7 +57,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
 }
 
 /// Serves one client; returns the line to log.
-fn serve(ctrl: &mut Control) -> anyhow::Result<String> {
+fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>) -> anyhow::Result<String> {
     let hello = match ctrl.expect(SETUP_TIMEOUT, "hello", |m| match m {
         Message::Hello(h) => Some(h),
         _ => None,
@@ -63,7 +78,13 @@ fn serve(ctrl: &mut Control) -> anyhow::Result<String> {
             return Err(e.into());
         }
     };
-    if let Err(e) = check(&hello) {
+    let checked = check(&hello).and_then(|()| match (hello.backend, rdma) {
+        (Backend::Verbs, None) => Err(anyhow::anyhow!(
+            "this server has no RDMA device: start it with `rondo perf server --backend verbs --device NAME --gid-index N`"
+        )),
+        _ => Ok(()),
+    });
+    if let Err(e) = checked {
         let _ = ctrl.send(&Message::Reject {
             reason: format!("{e:#}"),
         });
@@ -71,7 +92,8 @@ fn serve(ctrl: &mut Control) -> anyhow::Result<String> {
     }
     let report = match hello.transport {
         Transport::RawUdp => raw(ctrl, &hello)?,
-        Transport::Rondo => rondo::server(ctrl, &hello)?,
+        Transport::Rondo => rondo::server(ctrl, &hello, rdma)?,
+        Transport::Rc => rc::server(ctrl, &hello, rdma)?,
     };
     Ok(describe(&hello, &report))
 }

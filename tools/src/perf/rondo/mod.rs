@@ -21,7 +21,8 @@ mod responder;
 #[cfg(test)]
 mod tests;
 
-use super::exchange::{Control, Hello, Message, Op, Region, Report};
+use super::device::RdmaDevice;
+use super::exchange::{Backend, Control, Hello, Message, Op, Region, Report};
 use super::pattern::Pattern;
 use super::report::Outcome;
 use super::Progress;
@@ -37,7 +38,7 @@ use std::time::Duration;
 /// Most bytes of message slots per queue pair (fewer slots for large messages).
 const SLOT_BYTES: u64 = 64 << 20;
 /// A run that completes nothing for this long has failed.
-const STALL: Duration = Duration::from_secs(10);
+pub(super) const STALL: Duration = Duration::from_secs(10);
 /// Bandwidth runs wait at most this long for a completion in one
 /// `CompletionQueue::wait` (unless `--busy-poll`), so that their loops still check
 /// the clock and the stall timeout.
@@ -45,7 +46,7 @@ const WAIT: Duration = Duration::from_millis(2);
 
 /// Slots per queue pair: as many as `--tx-depth` allows within [`SLOT_BYTES`], at
 /// least one; latency mode needs one.
-fn slots(h: &Hello) -> usize {
+pub(super) fn slots(h: &Hello) -> usize {
     if h.lat {
         return 1;
     }
@@ -56,10 +57,11 @@ fn slots(h: &Hello) -> usize {
 /// (`rondo_verbs::udp_flow_config`: base RTT and timer floors at the host's
 /// timescales, no pacing or probing), on the in-process fabric the paper's.
 fn flow_config(ctx: &Context, h: &Hello) -> FlowConfig {
-    if ctx.device_name() == "udp" {
-        rondo_verbs::udp_flow_config(h.paths as u16)
-    } else {
-        FlowConfig::default()
+    match ctx.device_name() {
+        "udp" => rondo_verbs::udp_flow_config(h.paths as u16),
+        #[cfg(all(feature = "verbs", target_os = "linux"))]
+        "verbs" => rondo_verbs::verbs_flow_config(h.paths as u16, h.mtu as usize),
+        _ => FlowConfig::default(),
     }
 }
 
@@ -240,10 +242,89 @@ fn server_polls(h: &Hello) -> bool {
     h.op == Op::Send || (h.op == Op::Write && (h.lat || h.verify_seed.is_some()))
 }
 
+/// Opens a context for a run on its backend: UDP sockets, or the RDMA device.
+fn open(
+    ctrl: &Control,
+    h: &Hello,
+    side: u64,
+    rdma: Option<&RdmaDevice>,
+) -> anyhow::Result<Context> {
+    match h.backend {
+        Backend::Udp => open_udp(ctrl, h, side),
+        Backend::Verbs => {
+            let dev = rdma.context(
+                "this server has no RDMA device: start it with `rondo perf server --backend verbs --device NAME --gid-index N`",
+            )?;
+            open_verbs(h, side, dev)
+        }
+    }
+}
+
+/// Opens a context on the RDMA device: one UD queue pair with `paths` address
+/// handles per peer, datagrams of at most `h.mtu` bytes (fewer when the port's
+/// MTU is smaller), the run's reorder buffer, line rate and fault injection. The
+/// progress thread spins in latency and `--busy-poll` runs, and naps briefly when
+/// idle otherwise.
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+fn open_verbs(h: &Hello, side: u64, dev: &RdmaDevice) -> anyhow::Result<Context> {
+    let base = rondo_verbs::VerbsAttr::default();
+    let attr = rondo_verbs::VerbsAttr {
+        device: dev.name.clone(),
+        port: dev.port,
+        gid_index: dev.gid_index,
+        paths: h.paths as u16,
+        mtu: Some(h.mtu),
+        line_rate_bps: if h.line_gbps > 0.0 {
+            (h.line_gbps * 1e9) as u64
+        } else {
+            base.line_rate_bps
+        },
+        progress_thread: true,
+        idle_sleep: if h.lat || h.busy_poll {
+            Duration::ZERO
+        } else {
+            rondo_verbs::IDLE_SLEEP
+        },
+        loss: h.loss,
+        reorder: h.reorder,
+        fault_seed: fault_seed(h, side),
+    };
+    Context::open_verbs(context_attr(h), attr).with_context(|| {
+        format!(
+            "open a Rondo verbs context on {} port {} GID index {}",
+            dev.name, dev.port, dev.gid_index
+        )
+    })
+}
+
+/// Without the `verbs` feature there is no RDMA device to open.
+#[cfg(not(all(feature = "verbs", target_os = "linux")))]
+fn open_verbs(_: &Hello, _: u64, _: &RdmaDevice) -> anyhow::Result<Context> {
+    Err(super::device::OptionError::NotBuilt.into())
+}
+
+/// The largest datagram of a context (the RDMA port's MTU on `verbs`).
+fn datagram_limit(ctx: &Context) -> Option<u32> {
+    #[cfg(all(feature = "verbs", target_os = "linux"))]
+    if let Some(s) = ctx.verbs_stats() {
+        return u32::try_from(s.mtu).ok();
+    }
+    let _ = ctx;
+    None
+}
+
+/// Seed of a side's fault injection (`side` keeps the two ends apart).
+fn fault_seed(h: &Hello, side: u64) -> u64 {
+    h.verify_seed
+        .unwrap_or(1)
+        .wrapping_mul(2)
+        .wrapping_add(side)
+}
+
 /// Opens a context for a run over UDP: one socket per path on the interface that
 /// reaches the peer, the reorder buffer, line rate and fault injection of the run
 /// (`side` keeps the two ends' injected faults apart).
-fn open(ctrl: &Control, h: &Hello, side: u64) -> anyhow::Result<Context> {
+fn open_udp(ctrl: &Control, h: &Hello, side: u64) -> anyhow::Result<Context> {
     let mut udp = UdpAttr::default();
     udp.udp.local_ip = ctrl.local()?.ip();
     udp.udp.base_port = 0;
@@ -255,11 +336,7 @@ fn open(ctrl: &Control, h: &Hello, side: u64) -> anyhow::Result<Context> {
     udp.loss = h.loss;
     udp.progress_thread = h.progress_thread || (side == SERVER && !server_polls(h));
     udp.reorder = h.reorder;
-    udp.fault_seed = h
-        .verify_seed
-        .unwrap_or(1)
-        .wrapping_mul(2)
-        .wrapping_add(side);
+    udp.fault_seed = fault_seed(h, side);
     Context::open_udp(context_attr(h), udp).context("open a Rondo UDP context")
 }
 
@@ -280,16 +357,25 @@ fn context_attr(h: &Hello) -> ContextAttr {
 /// Client side of a Rondo run.
 pub fn client(
     ctrl: &mut Control,
-    hello: Hello,
+    mut hello: Hello,
     progress: &mut Progress,
+    rdma: Option<&RdmaDevice>,
 ) -> anyhow::Result<Outcome> {
-    let ctx = open(ctrl, &hello, CLIENT)?;
+    let ctx = open(ctrl, &hello, CLIENT, rdma)?;
+    // On an RDMA port with a smaller MTU, datagrams are that large (as perftest's -m).
+    if let Some(limit) = datagram_limit(&ctx) {
+        hello.mtu = hello.mtu.min(limit);
+    }
     client_on(&ctx, ctrl, hello, progress)
 }
 
 /// Server side of a Rondo run.
-pub fn server(ctrl: &mut Control, hello: &Hello) -> anyhow::Result<Report> {
-    let ctx = match open(ctrl, hello, SERVER) {
+pub fn server(
+    ctrl: &mut Control,
+    hello: &Hello,
+    rdma: Option<&RdmaDevice>,
+) -> anyhow::Result<Report> {
+    let ctx = match open(ctrl, hello, SERVER, rdma) {
         Ok(c) => c,
         Err(e) => {
             let _ = ctrl.send(&Message::Reject {

@@ -1,7 +1,7 @@
 //! The client's side of a Rondo run: it posts every request (bandwidth or ping-pong).
 
 use super::{Side, STALL};
-use crate::perf::client::{op_name, transport_name, wait_accept, wait_report};
+use crate::perf::client::{backend_name, op_name, transport_name, wait_accept, wait_report};
 use crate::perf::exchange::{Control, Done, Hello, Message, Op, Region, Report};
 use crate::perf::report::{gbps, LatencyRecorder, Meter, Outcome};
 use crate::perf::Progress;
@@ -80,6 +80,7 @@ pub(super) fn client_on(
         ood_max: mine.ood_max.max(report.ood_max),
         op: op_name(hello.op),
         transport: transport_name(hello.transport),
+        backend: backend_name(hello.backend),
         paths: hello.paths,
         qps: hello.qps,
         // Data packets (duplicates included) at the data receiver.

@@ -19,6 +19,7 @@ fn hello(op: Op, size: u64, n: u64) -> Hello {
         paths: 4,
         qps: 2,
         transport: Transport::Rondo,
+        backend: crate::perf::exchange::Backend::Udp,
         mtu: 4096,
         tx_depth: 8,
         verify_seed: Some(5),

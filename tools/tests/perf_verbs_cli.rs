@@ -1,0 +1,302 @@
+//! `rondo perf --backend verbs` and `--transport rc` as a user runs them.
+//!
+//! A custom harness (`harness = false`): the option and error tests run everywhere;
+//! the tests that need an RDMA device run only where `rondo doctor` finds one with a
+//! usable port and GID, and otherwise print one line saying they were skipped and
+//! why, and count as ignored, never as passed.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+
+/// Whether the binary under test has the `verbs` feature (tests are built with the
+/// package's features).
+const VERBS: bool = cfg!(feature = "verbs");
+
+fn rondo(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rondo"))
+        .args(args)
+        .output()
+        .expect("run rondo")
+}
+
+/// A client against a port where nothing listens: every test here must fail
+/// before it connects (a "connect" error would mean the check came too late).
+fn client(extra: &[&str]) -> Output {
+    let mut args = vec!["perf", "client", "127.0.0.1", "--port", "1", "-n", "10"];
+    args.extend_from_slice(extra);
+    rondo(&args)
+}
+
+/// Asserts a failed run whose stderr says all of `needles`, without a panic.
+fn fails_saying(out: &Output, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "expected a failure, got success: {err}"
+    );
+    assert_eq!(out.status.code(), Some(1), "a clean error exit: {err}");
+    assert!(!err.contains("panicked"), "no panic: {err}");
+    assert!(
+        !err.contains("connect to"),
+        "failed before connecting: {err}"
+    );
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}: {err}");
+    }
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+}
+
+fn bad_combinations_are_typed_errors() {
+    fails_saying(
+        &client(&["--transport", "rc"]),
+        &[
+            "--transport rc runs plain RC queue pairs",
+            "add --backend verbs",
+        ],
+    );
+    fails_saying(
+        &client(&["--transport", "rc", "--backend", "udp"]),
+        &["--transport rc", "--backend verbs"],
+    );
+    fails_saying(
+        &client(&["--gid-index", "3"]),
+        &["--gid-index picks the RDMA device of --backend verbs"],
+    );
+    fails_saying(
+        &client(&["--device", "mlx5_0"]),
+        &["--device picks the RDMA device"],
+    );
+    fails_saying(
+        &client(&["--ib-port", "1"]),
+        &["--ib-port picks the RDMA device"],
+    );
+    fails_saying(
+        &client(&["--backend", "verbs", "--transport", "raw-udp"]),
+        &["raw-udp is the UDP backend's ceiling"],
+    );
+    // Settings of Rondo's datapath mean nothing to RC queue pairs.
+    fails_saying(
+        &client(&["--backend", "verbs", "--transport", "rc", "--loss", "0.01"]),
+        &["--loss is a setting of Rondo's datapath"],
+    );
+    // Datagram sizes a RoCE port cannot carry.
+    fails_saying(
+        &client(&["--backend", "verbs", "-m", "9000"]),
+        &["--mtu 9000 is out of range on an RDMA device"],
+    );
+    fails_saying(
+        &client(&["--backend", "verbs", "--transport", "rc", "-m", "1500"]),
+        &["--mtu 1500 is no RC path MTU"],
+    );
+    // The server checks its own options at start.
+    fails_saying(
+        &rondo(&["perf", "server", "--port", "0", "--gid-index", "3"]),
+        &["--gid-index picks the RDMA device of --backend verbs"],
+    );
+}
+
+fn without_the_feature_the_message_says_how_to_rebuild() {
+    for out in [
+        client(&["--backend", "verbs"]),
+        client(&["--backend", "verbs", "--transport", "rc"]),
+        rondo(&["perf", "server", "--port", "0", "--backend", "verbs"]),
+    ] {
+        fails_saying(
+            &out,
+            &["built without", "--features verbs", "libibverbs-dev"],
+        );
+    }
+}
+
+fn without_a_device_the_message_says_so() {
+    for out in [
+        client(&["--backend", "verbs"]),
+        client(&["--backend", "verbs", "--transport", "rc", "--op", "read"]),
+        client(&[
+            "--backend",
+            "verbs",
+            "--device",
+            "mlx5_0",
+            "--gid-index",
+            "3",
+        ]),
+        rondo(&["perf", "server", "--port", "0", "--backend", "verbs"]),
+    ] {
+        fails_saying(&out, &["no RDMA device", "rondo doctor"]);
+    }
+}
+
+/// A `rondo perf server --backend verbs` on an ephemeral loopback port.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start() -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rondo"))
+            .args(["perf", "server", "--port", "0", "--bind", "127.0.0.1"])
+            .args(["--backend", "verbs"])
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("start the server");
+        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
+        let mut first = String::new();
+        stderr.read_line(&mut first).expect("server banner");
+        let port = first
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no port in {first:?}"));
+        std::thread::spawn(move || for _ in stderr.lines() {});
+        Server { child, port }
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let port = self.port.to_string();
+        let mut all = vec!["perf", "client", "127.0.0.1", "--port", &port];
+        all.extend_from_slice(&["--backend", "verbs", "--json"]);
+        all.extend_from_slice(args);
+        let out = rondo(&all);
+        assert!(
+            out.status.success(),
+            "client {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("one JSON object")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Rondo over UD and plain RC on the device, every operation, every byte checked.
+fn rondo_and_rc_move_verified_bytes_on_the_device() {
+    let server = Server::start();
+    for transport in ["rondo", "rc"] {
+        for op in ["write", "send", "read"] {
+            let v = server.json(&[
+                "--transport",
+                transport,
+                "--op",
+                op,
+                "-s",
+                "65536",
+                "-n",
+                "200",
+                "--verify",
+            ]);
+            assert_eq!(v["n_iterations"], 200, "{transport} {op}: {v}");
+            assert_eq!(v["verified"], true, "{transport} {op}: {v}");
+            assert_eq!(v["transport"], transport);
+            assert_eq!(v["backend"], "verbs");
+            assert!(v["BW_average"].as_f64().unwrap() > 0.0, "{v}");
+        }
+        let lat = server.json(&[
+            "--transport",
+            transport,
+            "--op",
+            "send",
+            "-s",
+            "64",
+            "-n",
+            "100",
+            "--lat",
+            "--verify",
+        ]);
+        assert_eq!(lat["verified"], true, "{transport} latency: {lat}");
+        assert!(lat["lat_p50_us"].as_f64().unwrap() > 0.0, "{lat}");
+    }
+}
+
+/// Why the device tests cannot run here, if they cannot.
+fn no_device_reason() -> Option<String> {
+    if !VERBS {
+        return Some("rondo was built without the `verbs` feature".into());
+    }
+    let out = rondo(&["doctor", "--json"]);
+    let v: Value = match serde_json::from_slice(&out.stdout) {
+        Ok(v) => v,
+        Err(e) => return Some(format!("`rondo doctor --json` gave no report: {e}")),
+    };
+    if v["suggested"].is_null() {
+        let why = v["device_error"]
+            .as_str()
+            .map_or("ibverbs' device list is empty".to_string(), str::to_string);
+        return Some(format!(
+            "no RDMA device with an active port and a RoCE v2 or IB GID ({why})"
+        ));
+    }
+    None
+}
+
+type Test = fn();
+
+fn main() {
+    let mut tests: Vec<(&str, Test)> = vec![(
+        "bad_combinations_are_typed_errors",
+        bad_combinations_are_typed_errors,
+    )];
+    if VERBS {
+        if no_device_reason().is_some() {
+            tests.push((
+                "without_a_device_the_message_says_so",
+                without_a_device_the_message_says_so,
+            ));
+        }
+    } else {
+        tests.push((
+            "without_the_feature_the_message_says_how_to_rebuild",
+            without_the_feature_the_message_says_how_to_rebuild,
+        ));
+    }
+    let device_tests: [(&str, Test); 1] = [(
+        "rondo_and_rc_move_verified_bytes_on_the_device",
+        rondo_and_rc_move_verified_bytes_on_the_device,
+    )];
+    let skip = no_device_reason();
+    let (mut passed, mut failed, mut ignored) = (0, 0, 0);
+    for (name, test) in &tests {
+        if std::panic::catch_unwind(test).is_ok() {
+            println!("test {name} ... ok");
+            passed += 1;
+        } else {
+            println!("test {name} ... FAILED");
+            failed += 1;
+        }
+    }
+    match &skip {
+        Some(why) => {
+            println!(
+                "perf_verbs_cli: skipped {} device test(s): {why}",
+                device_tests.len()
+            );
+            ignored += device_tests.len();
+        }
+        None => {
+            for (name, test) in &device_tests {
+                if std::panic::catch_unwind(test).is_ok() {
+                    println!("test {name} ... ok");
+                    passed += 1;
+                } else {
+                    println!("test {name} ... FAILED");
+                    failed += 1;
+                }
+            }
+        }
+    }
+    println!(
+        "test result: {}. {passed} passed; {failed} failed; {ignored} ignored; 0 measured; 0 filtered out",
+        if failed == 0 { "ok" } else { "FAILED" }
+    );
+    if failed > 0 {
+        std::process::exit(101);
+    }
+}
