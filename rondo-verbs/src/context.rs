@@ -246,6 +246,8 @@ impl Context {
             Backend::Mem { fabric, .. } => fabric.progress(|| !cq.is_empty()),
             #[cfg(target_os = "linux")]
             Backend::Udp(u) => u.wait_progress(cq, deadline),
+            #[cfg(all(feature = "verbs", target_os = "linux"))]
+            Backend::Verbs(v) => v.wait_progress(cq, deadline),
         }
     }
 

@@ -323,6 +323,20 @@ impl VerbsBackend {
         }
     }
 
+    /// What `wait` does on an empty queue: with a progress thread, sleep until it
+    /// queues a completion in `cq` (or `deadline`); without one, datapath rounds
+    /// until `cq` has a completion or `deadline` passes (the verbs datapath has no
+    /// descriptor to sleep on: its completion queues are polled).
+    pub(crate) fn wait_progress(&self, cq: &crate::cq::CqShared, deadline: std::time::Instant) {
+        if self.thread.is_some() {
+            cq.wait(deadline);
+            return;
+        }
+        while cq.is_empty() && std::time::Instant::now() < deadline {
+            self.lock().round();
+        }
+    }
+
     /// Connects local QP `qpn`'s engine flow to `remote_qpn` at the peer context
     /// described by `info`: routes the flow to the peer's UD QP (one AH per path and
     /// priority), then connects the engine flow.
