@@ -2,6 +2,7 @@
 
 use crate::config::{ConfigError, FlowConfig};
 use crate::event::{Event, PostError};
+use crate::message::Message;
 use crate::path::PathState;
 use crate::receiver::{Payload, Receiver, SharedBuffer};
 use crate::sender::{PayloadAt, Sender};
@@ -65,9 +66,16 @@ impl Connection {
         self.remote_flow
     }
 
-    /// Queues a message for sending. Its PSNs are assigned now; `Event::SendComplete`
-    /// follows when every packet is acknowledged.
-    pub fn post(&mut self, _now: Instant, msg_id: u64, data: Vec<u8>) -> Result<(), PostError> {
+    /// Queues a message for sending: owned bytes (`Vec<u8>`) or a [`Message`] whose
+    /// body stays where it is until it is acknowledged. Its PSNs are assigned now;
+    /// `Event::SendComplete` follows when every packet is acknowledged.
+    pub fn post(
+        &mut self,
+        _now: Instant,
+        msg_id: u64,
+        data: impl Into<Message>,
+    ) -> Result<(), PostError> {
+        let data = data.into();
         if let Some(e) = self.sender.failed {
             return Err(PostError::Failed(e));
         }
@@ -199,7 +207,12 @@ impl Connection {
     }
 
     /// Payload bytes located by [`Connection::poll_transmit_split`].
-    pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {
+    pub(crate) fn payload(
+        &self,
+        first_psn: u64,
+        offset: u64,
+        len: u32,
+    ) -> Option<crate::message::PayloadBytes<'_>> {
         self.sender.payload(first_psn, offset, len)
     }
 

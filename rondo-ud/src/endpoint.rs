@@ -4,6 +4,7 @@
 use crate::config::{ConfigError, FlowConfig};
 use crate::connection::Connection;
 use crate::event::{Event, PostError};
+use crate::message::{Message, PayloadBytes};
 use crate::placement::Placement;
 use crate::receiver::SharedBuffer;
 use crate::stats::EndpointStats;
@@ -128,13 +129,14 @@ impl Endpoint {
         &self.conns
     }
 
-    /// Queues a message on a connection.
+    /// Queues a message on a connection: owned bytes (`Vec<u8>`) or a [`Message`]
+    /// whose body is sent from where it lies (see [`crate::message`]).
     pub fn post(
         &mut self,
         h: ConnectionHandle,
         now: Instant,
         msg_id: u64,
-        data: Vec<u8>,
+        data: impl Into<Message>,
     ) -> Result<(), PostError> {
         self.conns[h.0].post(now, msg_id, data)
     }
@@ -302,10 +304,10 @@ impl Host for Endpoint {
         None
     }
 
-    fn payload(&self, r: PayloadRef) -> &[u8] {
+    fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {
         self.conns
             .get(r.source as usize)
             .and_then(|c| c.payload(r.key, r.offset, r.len))
-            .unwrap_or(&[])
+            .unwrap_or(PayloadBytes::EMPTY)
     }
 }

@@ -173,7 +173,7 @@ impl<H: Host> Host for FaultInjector<H> {
         self.inner.poll_transmit_split(now, buf)
     }
 
-    fn payload(&self, r: PayloadRef) -> &[u8] {
+    fn payload(&self, r: PayloadRef) -> crate::message::PayloadBytes<'_> {
         self.inner.payload(r)
     }
 }

@@ -21,6 +21,7 @@ pub mod endpoint;
 pub mod event;
 pub mod fault;
 pub mod mem;
+pub mod message;
 pub mod path;
 pub mod placement;
 mod receiver;
@@ -41,6 +42,7 @@ pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstim
 pub use connection::Connection;
 pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointConfig, EndpointError};
 pub use event::{ConnectionError, Event, PostError};
+pub use message::{ExternalBytes, Message, PayloadBytes};
 pub use path::{PathCounters, PathState, PathStatus};
 pub use receiver::{RxMeta, SharedBuffer};
 pub use reorder::Psn;

@@ -1,5 +1,6 @@
 //! What the engine hands a datapath to send, and the datapath-facing trait.
 
+use crate::message::PayloadBytes;
 use crate::time::Instant;
 
 /// Switch priority class of a datagram (paper §4.2.2, Fig. 7): ACK/NAK/control
@@ -118,8 +119,8 @@ pub trait Host {
 
     /// The bytes of a payload returned by [`Host::poll_transmit_split`] (empty if
     /// it is no longer there).
-    fn payload(&self, r: PayloadRef) -> &[u8] {
+    fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {
         let _ = r;
-        &[]
+        PayloadBytes::EMPTY
     }
 }

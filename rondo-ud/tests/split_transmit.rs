@@ -1,7 +1,11 @@
 //! `Host::poll_transmit_split` (the payload stays in the message, for zero-copy
 //! sends) emits exactly the datagrams `poll_transmit` does.
 
-use rondo_ud::{Endpoint, EndpointConfig, FlowConfig, Host, Instant, PayloadRef};
+use rondo_ud::{
+    Endpoint, EndpointConfig, ExternalBytes, FlowConfig, Host, Instant, Message, PayloadBytes,
+    PayloadRef,
+};
+use std::sync::Arc;
 
 fn endpoint() -> (Endpoint, rondo_ud::ConnectionHandle) {
     let cfg = FlowConfig {
@@ -34,7 +38,9 @@ fn split_and_whole_transmits_are_the_same_datagrams() {
         let mut datagram = b[..u.len].to_vec();
         if let Some(r) = r {
             with_payload += 1;
-            let payload = split.payload(r);
+            let PayloadBytes::Slice(payload) = split.payload(r) else {
+                panic!("an owned message's payload is a slice of it");
+            };
             assert_eq!(payload.len(), r.len as usize);
             datagram.extend_from_slice(payload);
         }
@@ -50,4 +56,80 @@ fn split_and_whole_transmits_are_the_same_datagrams() {
         ..PayloadRef::default()
     };
     assert!(split.payload(nothing).is_empty());
+}
+
+/// Bytes the test owns, shared with the engine as an external body; every range
+/// has an address (inside `bytes`), which the test maps back to offsets.
+#[derive(Debug)]
+struct Shared {
+    bytes: Vec<u8>,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl ExternalBytes for Shared {
+    fn len(&self) -> usize {
+        self.bytes.len()
+    }
+    fn read(&self, offset: usize, dst: &mut [u8]) {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        dst.copy_from_slice(&self.bytes[offset..offset + dst.len()]);
+    }
+    fn addr(&self, offset: usize, _len: usize) -> Option<usize> {
+        Some(self.bytes.as_ptr() as usize + offset)
+    }
+}
+
+#[test]
+fn an_external_body_is_sent_by_address_and_read_only_where_it_meets_the_head() {
+    let (mut whole, hw) = endpoint();
+    let (mut split, hs) = endpoint();
+    let head = vec![0xab; 40];
+    let body = Arc::new(Shared {
+        bytes: (0..20_000u32).map(|i| (i * 13 + 1) as u8).collect(),
+        reads: Default::default(),
+    });
+    let base = body.bytes.as_ptr() as usize;
+    let now = Instant::from_us(3);
+    whole
+        .post(hw, now, 9, Message::new(head.clone(), body.clone()))
+        .unwrap();
+    split
+        .post(hs, now, 9, Message::new(head.clone(), body.clone()))
+        .unwrap();
+    let mut expected = head;
+    expected.extend_from_slice(&body.bytes);
+    let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
+    let (mut sent, mut by_address, mut from_head) = (0, 0, 0);
+    while let Some(t) = whole.poll_transmit(now, &mut a) {
+        let (u, r) = split
+            .poll_transmit_split(now, &mut b)
+            .expect("same schedule");
+        let mut datagram = b[..u.len].to_vec();
+        match r.map(|r| split.payload(r)) {
+            Some(PayloadBytes::Addr { addr, len }) => {
+                by_address += 1;
+                let off = addr - base;
+                datagram.extend_from_slice(&body.bytes[off..off + len]);
+            }
+            Some(PayloadBytes::Slice(s)) => {
+                from_head += 1;
+                datagram.extend_from_slice(s);
+            }
+            None => {}
+        }
+        assert_eq!(&a[..t.len], &datagram[..], "datagram {sent}");
+        sent += 1;
+    }
+    assert!(sent >= 14, "{sent} datagrams");
+    // Only the first packet straddles head and body: copied by the split sender
+    // (one read), by address for every other packet.
+    assert_eq!((by_address, from_head), (sent - 1, 0));
+    let whole_reads = sent; // the whole sender read every payload it wrote
+    let reads = body.reads.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(
+        reads,
+        whole_reads + 1,
+        "split read only the straddling packet"
+    );
 }

@@ -426,21 +426,13 @@ impl QueuePair {
         }
     }
 
-    /// Posts a send work request (`ibv_post_send`). Its bytes are copied from the
-    /// regions when it is handed to the engine (now, or again after an RNR NAK):
-    /// leave them unchanged until the completion.
+    /// Posts a send work request (`ibv_post_send`). Its bytes stay in the regions:
+    /// the transport sends them from there (zero copy on the UDP backend, by
+    /// address) and reads them again for a retransmission or after an RNR NAK, so
+    /// leave them unchanged until the completion, as with a NIC.
     pub fn post_send(&self, wr: &SendWr) -> Result<(), VerbsError> {
         let qpn = self.inner.qpn;
-        // The bytes are copied between two short holds of the context's lock, not
-        // under it: the progress thread runs the datapath under that lock.
-        let prebuilt = self
-            .inner
-            .ctx
-            .with_host_ref(|h| h.resolve_gather(qpn, wr))
-            .map(|parts| crate::host::gather(&parts));
-        self.inner
-            .ctx
-            .with_host(|h, now| h.post_send(now, qpn, wr, prebuilt))
+        self.inner.ctx.with_host(|h, now| h.post_send(now, qpn, wr))
     }
 
     /// Posts a receive work request (`ibv_post_recv`).

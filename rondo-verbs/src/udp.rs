@@ -191,7 +191,7 @@ impl Host for UdpHost {
     ) -> Option<(Transmit, Option<PayloadRef>)> {
         self.host.poll_transmit_split(now, buf)
     }
-    fn payload(&self, r: PayloadRef) -> &[u8] {
+    fn payload(&self, r: PayloadRef) -> rondo_ud::PayloadBytes<'_> {
         self.host.payload(r)
     }
     fn poll_timeout(&self) -> Option<Instant> {

@@ -15,6 +15,7 @@ mod transmit;
 use crate::config::FlowConfig;
 use crate::event::{ConnectionError, Event};
 use crate::mem::rng::Rng;
+use crate::message::{Message, PayloadBytes};
 use crate::path::{ArccParams, PathState, PathStatus};
 use crate::scheduler::{SkipScratch, UnsentSet};
 use crate::select::DeficitSelector;
@@ -41,7 +42,7 @@ struct OutMessage {
     id: u64,
     first_psn: u64,
     packets: u64,
-    data: Vec<u8>,
+    data: Message,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -165,7 +166,7 @@ impl Sender {
     }
 
     /// Queues a message; PSNs are assigned now.
-    pub(crate) fn post(&mut self, msg_id: u64, data: Vec<u8>) {
+    pub(crate) fn post(&mut self, msg_id: u64, data: Message) {
         let packets = (data.len() as u64).div_ceil(self.payload);
         self.messages.push_back(OutMessage {
             id: msg_id,
@@ -234,11 +235,15 @@ impl Sender {
 
     /// The payload bytes `offset..offset + len` of the message whose first PSN is
     /// `first_psn`, while it is not fully acknowledged.
-    pub(crate) fn payload(&self, first_psn: u64, offset: u64, len: u32) -> Option<&[u8]> {
+    pub(crate) fn payload(
+        &self,
+        first_psn: u64,
+        offset: u64,
+        len: u32,
+    ) -> Option<PayloadBytes<'_>> {
         let i = self.messages.partition_point(|m| m.first_psn < first_psn);
         let m = self.messages.get(i).filter(|m| m.first_psn == first_psn)?;
-        let start = usize::try_from(offset).ok()?;
-        m.data.get(start..start.checked_add(len as usize)?)
+        m.data.locate(usize::try_from(offset).ok()?, len as usize)
     }
 
     fn in_flight_count(&self) -> u32 {

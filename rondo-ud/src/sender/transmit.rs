@@ -130,11 +130,14 @@ impl Sender {
         };
         let hdr = repr.emit_with_token(buf, self.cfg.token).ok()?;
         let total = hdr + len;
-        let written = if self.split {
+        // Split: the payload stays where it is when it lies in one piece (the
+        // message's head, or an address of its external body); otherwise, as
+        // without split, it is copied after the header.
+        let written = if self.split && msg.data.locate(offset as usize, len).is_some() {
             self.split_out = Some((msg.first_psn, offset, len as u32));
             hdr
         } else {
-            buf[hdr..total].copy_from_slice(&msg.data[offset as usize..offset as usize + len]);
+            msg.data.read(offset as usize, &mut buf[hdr..total]);
             total
         };
 

@@ -3,6 +3,7 @@
 //! GSO trains when they are sent.
 
 use super::sys::OutMsg;
+use crate::message::PayloadBytes;
 use crate::transmit::PayloadRef;
 use std::net::SocketAddr;
 
@@ -108,17 +109,17 @@ impl TxQueue {
     pub(super) fn slice<'a>(
         &'a self,
         j: usize,
-        payload: &dyn Fn(PayloadRef) -> &'a [u8],
-    ) -> &'a [u8] {
+        payload: &dyn Fn(PayloadRef) -> PayloadBytes<'a>,
+    ) -> PayloadBytes<'a> {
         let Some(item) = self.items.get(j / IOVS_PER_DATAGRAM) else {
-            return &[];
+            return PayloadBytes::EMPTY;
         };
         if j % IOVS_PER_DATAGRAM == 0 {
-            &self.buf[item.start..item.start + item.head]
+            PayloadBytes::Slice(&self.buf[item.start..item.start + item.head])
         } else {
             // The engine keeps a message until it is acknowledged, and nothing is
             // acknowledged while a queue is being sent, so the payload is there.
-            item.payload.map_or(&[][..], payload)
+            item.payload.map_or(PayloadBytes::EMPTY, payload)
         }
     }
 
@@ -219,8 +220,11 @@ mod tests {
         q.commit_tail(addr(1), None, 3, Some(r));
         q.push(addr(1), None, b"whole");
         let host = *b"12345";
-        let slices: Vec<&[u8]> = (0..4).map(|j| q.slice(j, &|_| &host[..])).collect();
-        assert_eq!(slices, [&b"hdr"[..], b"12345", b"whole", b""]);
+        let slices: Vec<PayloadBytes<'_>> = (0..4)
+            .map(|j| q.slice(j, &|_| PayloadBytes::Slice(&host[..])))
+            .collect();
+        let s = PayloadBytes::Slice;
+        assert_eq!(slices, [s(b"hdr"), s(b"12345"), s(b"whole"), s(b"")]);
         let mut out = Vec::new();
         q.build_from(&mut out, true, 0);
         assert_eq!(

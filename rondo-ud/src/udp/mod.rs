@@ -38,6 +38,7 @@ pub use wait::{Waiter, Waker};
 
 use config::CE;
 
+use crate::message::PayloadBytes;
 use crate::time::Instant;
 use crate::transmit::{Host, PayloadRef, Priority};
 use batch::TxQueue;
@@ -409,7 +410,7 @@ impl UdpDatapath {
 
     /// Sends everything queued on `path`; `payload` reads the payloads that are
     /// not in the queue.
-    fn send_queued<'p>(&mut self, path: usize, payload: &dyn Fn(PayloadRef) -> &'p [u8]) {
+    fn send_queued<'p>(&mut self, path: usize, payload: &dyn Fn(PayloadRef) -> PayloadBytes<'p>) {
         if self.tx[path].is_empty() {
             return;
         }
@@ -456,7 +457,7 @@ fn run_timers<H: Host>(host: &mut H, now: Instant) {
 fn send_queue<'a>(
     fd: RawFd,
     q: &'a TxQueue,
-    payload: &dyn Fn(PayloadRef) -> &'a [u8],
+    payload: &dyn Fn(PayloadRef) -> PayloadBytes<'a>,
     arrays: &mut MsgArrays,
     out: &mut Vec<sys::OutMsg>,
     gso: &mut bool,

@@ -212,7 +212,7 @@ unsafe fn push_cmsg<T: Copy>(
 pub(super) fn send<'a>(
     fd: RawFd,
     arrays: &mut MsgArrays,
-    slice: &dyn Fn(usize) -> &'a [u8],
+    slice: &dyn Fn(usize) -> crate::message::PayloadBytes<'a>,
     msgs: &[OutMsg],
     v6: bool,
 ) -> io::Result<usize> {
@@ -234,9 +234,11 @@ pub(super) fn send<'a>(
             "send message outside the iovec arrays"
         );
         for (j, iov) in arrays.iovs[iovs].iter_mut().enumerate() {
+            // By address: bytes of this process that the engine keeps until they
+            // are acknowledged (its own, or registered memory it holds).
             let bytes = slice(m.iov_start + j);
             *iov = libc::iovec {
-                iov_base: bytes.as_ptr() as *mut libc::c_void,
+                iov_base: bytes.addr() as *mut libc::c_void,
                 iov_len: bytes.len(),
             };
         }

@@ -4,7 +4,6 @@
 
 pub(crate) mod landing;
 mod requester;
-pub(crate) use requester::gather;
 mod responder;
 #[cfg(test)]
 mod tests;
@@ -38,9 +37,6 @@ pub(crate) struct Request {
     pub rnr_count: u8,
     /// Failed a local check at post time; completes with this when it reaches the front.
     pub local_error: Option<WcStatus>,
-    /// The engine message, gathered at post time outside the context's lock (header
-    /// bytes not yet written); `None`: gather when sending.
-    pub prebuilt: Option<Vec<u8>>,
 }
 
 /// State of one QP inside the host.
@@ -466,7 +462,7 @@ impl Host for VerbsHost {
         self.endpoint.poll_transmit_split(now, buf)
     }
 
-    fn payload(&self, r: PayloadRef) -> &[u8] {
+    fn payload(&self, r: PayloadRef) -> rondo_ud::PayloadBytes<'_> {
         self.endpoint.payload(r)
     }
 

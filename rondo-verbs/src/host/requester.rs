@@ -2,11 +2,11 @@
 //! send work requests from the responder's answers, in posting order.
 
 use super::{wc_opcode, Request, VerbsHost, MAX_MESSAGE_BYTES};
-use crate::header::{AckStatus, Header, MsgOp, HEADER_LEN};
+use crate::header::{AckStatus, Header, MsgOp};
 use crate::mr::MrShared;
 use crate::types::{AccessFlags, Opcode, QpState, SendWr, WcStatus};
 use crate::VerbsError;
-use rondo_ud::Instant;
+use rondo_ud::{ExternalBytes, Instant, Message};
 use std::sync::Arc;
 
 /// `rnr_retry` value that means "retry forever" (ibverbs).
@@ -14,29 +14,11 @@ const RNR_RETRY_FOREVER: u8 = 7;
 
 impl VerbsHost {
     /// Posts a send work request (`ibv_post_send`).
-    /// The regions and offsets of a SEND's or WRITE's gather list, resolved (under
-    /// the context's lock) so that [`gather`] can copy the bytes outside it; `None`
-    /// for a READ or an entry that does not resolve (`post_send` reports it).
-    pub(crate) fn resolve_gather(&self, qpn: u32, wr: &SendWr) -> Option<Vec<Gathered>> {
-        if wr.opcode == Opcode::RdmaRead {
-            return None;
-        }
-        let pd = self.qps.get(&qpn)?.pd;
-        wr.sg_list
-            .iter()
-            .map(|s| {
-                self.local(pd, s, AccessFlags::NONE)
-                    .map(|(mr, off)| (mr, off, s.len as usize))
-            })
-            .collect()
-    }
-
     pub(crate) fn post_send(
         &mut self,
         now: Instant,
         qpn: u32,
         wr: &SendWr,
-        prebuilt: Option<Vec<u8>>,
     ) -> Result<(), VerbsError> {
         let Some(slot) = self.qps.get(&qpn) else {
             return Err(VerbsError::InvalidWr("no such QP"));
@@ -98,9 +80,6 @@ impl VerbsHost {
         } else {
             None
         };
-        // A message gathered before this check is used only if it still holds.
-        let prebuilt =
-            prebuilt.filter(|m| local_error.is_none() && m.len() as u64 == HEADER_LEN as u64 + len);
         let slot = self.qps.get_mut(&qpn).expect("checked above");
         slot.outstanding.push_back(Request {
             req_id: slot.next_req,
@@ -109,7 +88,6 @@ impl VerbsHost {
             sent: false,
             rnr_count: 0,
             local_error,
-            prebuilt,
         });
         slot.next_req += 1;
         self.pump(now, qpn);
@@ -133,19 +111,23 @@ impl VerbsHost {
         h
     }
 
-    /// The engine message of a request: verbs header, then the gathered bytes.
-    fn build_request(&self, pd: u32, r: &Request) -> Option<Vec<u8>> {
+    /// The engine message of a request: the verbs header, then the gather list's
+    /// bytes, left in their regions (`None` when an entry no longer resolves).
+    fn build_request(&self, pd: u32, r: &Request) -> Option<Message> {
         let h = Self::request_header(r);
-        if h.op == MsgOp::ReadReq {
-            return Some(h.message(0));
+        if h.op == MsgOp::ReadReq || r.len == 0 {
+            return Some(h.message(0).into());
         }
-        let mut msg = h.message(r.len as usize);
-        for sge in &r.wr.sg_list {
-            let (mr, off) = self.local(pd, sge, AccessFlags::NONE)?;
-            let n = sge.len as usize;
-            msg.extend_from_slice(&mr.lock()[off..off + n]);
-        }
-        Some(msg)
+        let parts =
+            r.wr.sg_list
+                .iter()
+                .filter(|s| s.len > 0)
+                .map(|s| {
+                    self.local(pd, s, AccessFlags::NONE)
+                        .map(|(mr, off)| (mr, off, s.len as usize))
+                })
+                .collect::<Option<Vec<_>>>()?;
+        Some(Message::new(h.message(0), Arc::new(GatherList::new(parts))))
     }
 
     /// Sends, in order, every request not yet handed to the engine (unless an RNR
@@ -174,21 +156,7 @@ impl VerbsHost {
             if r.local_error.is_some() {
                 return; // completes when it reaches the front
             }
-            let built = match self
-                .qps
-                .get_mut(&qpn)
-                .and_then(|s| s.outstanding[i].prebuilt.take())
-            {
-                Some(mut m) => {
-                    let slot = self.qps.get(&qpn).expect("present");
-                    Self::request_header(&slot.outstanding[i]).emit(&mut m[..HEADER_LEN]);
-                    Some(m)
-                }
-                None => {
-                    let slot = self.qps.get(&qpn).expect("present");
-                    self.build_request(slot.pd, &slot.outstanding[i])
-                }
-            };
+            let built = self.build_request(slot.pd, r);
             let slot = self.qps.get(&qpn).expect("present");
             let Some(msg) = built else {
                 // The region was deregistered since posting.
@@ -311,16 +279,51 @@ impl VerbsHost {
 /// One resolved gather entry: region, offset in it, length.
 pub(crate) type Gathered = (Arc<MrShared>, usize, usize);
 
-/// A request's engine message with room for its header (written when it is sent)
-/// and its gather list's bytes copied in: done by the posting thread without the
-/// context's lock, which the progress thread needs meanwhile (gathering a 64 KiB
-/// WRITE under it held the datapath for several microseconds per message).
-pub(crate) fn gather(parts: &[Gathered]) -> Vec<u8> {
-    let len: usize = parts.iter().map(|p| p.2).sum();
-    let mut msg = Vec::with_capacity(HEADER_LEN + len);
-    msg.resize(HEADER_LEN, 0);
-    for (mr, off, n) in parts {
-        msg.extend_from_slice(&mr.lock()[*off..*off + *n]);
+/// A request's gather list left in its regions: the engine reads it from there
+/// when it writes a datagram itself, and a datapath that sends by address sends it
+/// straight from the region (the mapping lives as long as the list holds it).
+#[derive(Debug)]
+pub(crate) struct GatherList {
+    parts: Vec<Gathered>,
+    len: usize,
+}
+
+impl GatherList {
+    pub(crate) fn new(parts: Vec<Gathered>) -> GatherList {
+        let len = parts.iter().map(|p| p.2).sum();
+        GatherList { parts, len }
     }
-    msg
+}
+
+impl ExternalBytes for GatherList {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read(&self, mut offset: usize, mut dst: &mut [u8]) {
+        for (mr, off, n) in &self.parts {
+            if dst.is_empty() {
+                break;
+            }
+            if offset >= *n {
+                offset -= n;
+                continue;
+            }
+            let k = (n - offset).min(dst.len());
+            let start = off + offset;
+            dst[..k].copy_from_slice(&mr.lock()[start..start + k]);
+            dst = &mut dst[k..];
+            offset = 0;
+        }
+    }
+
+    fn addr(&self, mut offset: usize, len: usize) -> Option<usize> {
+        for (mr, off, n) in &self.parts {
+            if offset < *n {
+                return (offset + len <= *n).then(|| mr.addr as usize + off + offset);
+            }
+            offset -= n;
+        }
+        None
+    }
 }

@@ -66,7 +66,7 @@ fn acks_coalesce_when_datagrams_arrive_in_batches() {
     };
     for i in 0..32 {
         let wr = SendWr::write(i, vec![sge], remote);
-        a.host.post_send(Instant::ZERO, a.qpn, &wr, None).unwrap();
+        a.host.post_send(Instant::ZERO, a.qpn, &wr).unwrap();
     }
     let mut done = Vec::new();
     let mut now = Instant::ZERO;

@@ -319,6 +319,7 @@ fn hello(op: Op, size: u64, n: u64) -> Hello {
         verify_seed: Some(11),
         lat: false,
         busy_poll: false,
+        progress_thread: false,
         line_gbps: 0.0,
         reorder_buffer: 0,
         loss: 0.0,
