@@ -3,10 +3,12 @@
 //! the QP's placement; see [`super::landing`]) and answers each one.
 
 use super::landing::{lock, Verdict};
+use super::requester::GatherList;
 use super::VerbsHost;
 use crate::header::{AckStatus, Header, MsgOp};
 use crate::types::{QpState, WcOpcode, WcStatus};
-use rondo_ud::Instant;
+use rondo_ud::{Instant, Message};
+use std::sync::Arc;
 
 impl VerbsHost {
     /// A SEND, WRITE or READ request's message is complete: act on the verdict its
@@ -70,11 +72,17 @@ impl VerbsHost {
                 }
                 match d.read_from {
                     Some((mr, off)) => {
+                        // The bytes are sent from the region (zero copy), as a NIC
+                        // answers a READ.
                         let mut resp = Header::new(MsgOp::ReadResp, h.req_id);
                         resp.len = h.len;
-                        let n = h.len as usize;
-                        let mut msg = resp.message(n);
-                        msg.extend_from_slice(&mr.lock()[off..off + n]);
+                        let msg = match h.len as usize {
+                            0 => resp.message(0).into(),
+                            n => Message::new(
+                                resp.message(0),
+                                Arc::new(GatherList::new(vec![(mr, off, n)])),
+                            ),
+                        };
                         self.answer(now, qpn, msg);
                     }
                     None => {
@@ -119,12 +127,12 @@ impl VerbsHost {
     }
 
     /// Sends an answer after any pending ACK, so that answers stay in request order.
-    fn answer(&mut self, now: Instant, qpn: u32, msg: Vec<u8>) {
+    fn answer(&mut self, now: Instant, qpn: u32, msg: impl Into<Message>) {
         self.flush_ack(now, qpn);
         self.post_answer(now, qpn, msg);
     }
 
-    fn post_answer(&mut self, now: Instant, qpn: u32, msg: Vec<u8>) {
+    fn post_answer(&mut self, now: Instant, qpn: u32, msg: impl Into<Message>) {
         let Some(slot) = self.qps.get_mut(&qpn) else {
             return;
         };
