@@ -98,6 +98,10 @@ pub struct SenderStats {
     pub data_packets_sent: u64,
     /// Data bytes sent (engine header included).
     pub data_bytes_sent: u64,
+    /// Data packets whose payload the datapath sent from where it lies (the
+    /// message's owned bytes or its external body, by address) instead of a copy
+    /// after the header ([`crate::Host::poll_transmit_split`]).
+    pub payloads_by_reference: u64,
     /// Retransmitted data packets.
     pub retransmissions: u64,
     /// Retransmissions whose original copy was acknowledged after all.

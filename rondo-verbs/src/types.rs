@@ -339,6 +339,9 @@ pub struct QpStats {
     pub retx_packets: u64,
     /// Data packets sent, retransmissions included.
     pub data_packets_sent: u64,
+    /// Data packets sent with their payload straight from where it lies (the
+    /// region, by address, on the UDP backend) instead of a copy.
+    pub payloads_by_reference: u64,
     /// Largest OOD seen by this QP's receiver (packets).
     pub ood_max: u64,
     /// 99th percentile of the receiver's OOD.

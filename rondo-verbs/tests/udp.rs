@@ -126,6 +126,21 @@ fn every_operation_over_udp_loopback() {
     assert_eq!(a.ctx.device_name(), "udp");
     assert_eq!(a.ctx.local_addrs().len(), 4);
     exercise(&a, &b, 6);
+    // Zero copy: SEND and WRITE payloads went from A's region by address (all but
+    // the first packet of each message, which also carries the verbs header), READ
+    // responses from B's; B placed SEND and WRITE payloads straight into its region.
+    let (sa, sb) = (a.qp.stats(), b.qp.stats());
+    assert!(
+        sa.payloads_by_reference * 10 >= sa.data_packets_sent * 8,
+        "{sa:?}"
+    );
+    assert!(sb.payloads_by_reference > 0, "{sb:?}");
+    let sent: u64 = [1u64, 1399, 1400, 1401, 70_000, 1 << 20].iter().sum();
+    assert_eq!(
+        sb.bytes_placed_direct,
+        2 * sent,
+        "every SEND and WRITE byte"
+    );
     // A WRITE outside B's region is refused remotely and never applied.
     let to = RemoteAddr {
         addr: b.mr.addr() + MR as u64 - 4,

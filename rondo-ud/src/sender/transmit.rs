@@ -135,6 +135,7 @@ impl Sender {
         // without split, it is copied after the header.
         let written = if self.split && msg.data.locate(offset as usize, len).is_some() {
             self.split_out = Some((msg.first_psn, offset, len as u32));
+            self.stats.payloads_by_reference += 1;
             hdr
         } else {
             msg.data.read(offset as usize, &mut buf[hdr..total]);

@@ -269,6 +269,7 @@ impl VerbsHost {
             let rx = c.receiver_stats();
             s.retx_packets = tx.retransmissions;
             s.data_packets_sent = tx.data_packets_sent;
+            s.payloads_by_reference = tx.payloads_by_reference;
             s.ood_max = rx.ood.max();
             s.ood_p99 = rx.ood.quantile(0.99);
             s.data_packets_received = rx.data_packets;
