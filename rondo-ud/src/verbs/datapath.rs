@@ -237,18 +237,21 @@ impl VerbsDatapath {
         }
         let pd = ctx.alloc_pd()?;
         let depth = cfg.send.depth;
-        // NIC completion timestamps when the device has them; plain CQs otherwise.
-        let clock = if cfg.timestamps {
-            ctx.completion_clock()
+        // NIC completion timestamps when the device has them (and its extended
+        // CQs can be created); plain CQs otherwise.
+        let stamped = if cfg.timestamps {
+            ctx.completion_clock().and_then(|c| {
+                let send = ctx.create_cq_ex(depth).ok()?;
+                let recv = ctx.create_cq_ex(cfg.recv_slots).ok()?;
+                Some((c, send, recv))
+            })
         } else {
             None
         };
-        let (send_cq, recv_cq) = match clock {
-            Some(_) => (
-                AnyCq::Ex(ctx.create_cq_ex(depth)?),
-                AnyCq::Ex(ctx.create_cq_ex(cfg.recv_slots)?),
-            ),
+        let (clock, send_cq, recv_cq) = match stamped {
+            Some((c, send, recv)) => (Some(c), AnyCq::Ex(send), AnyCq::Ex(recv)),
             None => (
+                None,
                 AnyCq::Plain(ctx.create_cq(depth)?),
                 AnyCq::Plain(ctx.create_cq(cfg.recv_slots)?),
             ),

@@ -321,3 +321,10 @@ fn in_place_setup_checks_the_flow() {
         .unwrap();
     assert_eq!(b.d.stats().in_place_posted, 0);
 }
+
+#[test]
+fn the_datapath_can_move_to_a_progress_thread() {
+    fn send<T: Send>() {}
+    send::<crate::verbs::VerbsDatapath>();
+    send::<landing::LandingPlacement>();
+}

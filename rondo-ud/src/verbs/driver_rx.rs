@@ -83,9 +83,23 @@ impl<N: Nic> Driver<N> {
         host: &mut H,
         clock: &Clock,
     ) -> Result<usize, VerbsError> {
-        let n = self.nic.poll_recv(&mut self.wc)?;
+        let mut delivered = 0;
+        // Every completion there is, before the caller reposts: WRs the NIC has
+        // consumed but the driver has not seen would throw the in-place
+        // prediction off.
+        loop {
+            let n = self.nic.poll_recv(&mut self.wc)?;
+            delivered += self.receive_batch(host, clock, n);
+            if n < self.wc.len() {
+                return Ok(delivered);
+            }
+        }
+    }
+
+    /// Hands the `n` completions polled into `self.wc` to the host.
+    fn receive_batch<H: InPlaceHost>(&mut self, host: &mut H, clock: &Clock, n: usize) -> usize {
         if n == 0 {
-            return Ok(0);
+            return 0;
         }
         let polled = clock.now();
         let stride = GRH_LEN + self.slot_len;
@@ -142,7 +156,7 @@ impl<N: Nic> Driver<N> {
                 }
             }
         }
-        Ok(delivered)
+        delivered
     }
 
     /// A completion of an in-place WR of `flow` into (`buf`, `offset`): the

@@ -233,25 +233,29 @@ impl CqEx {
 unsafe fn read_current(cq: *mut ffi::ibv_cq_ex) -> Completion {
     // SAFETY: the caller started a poll; status and wr_id are plain fields.
     let (status, wr_id) = unsafe { ((*cq).status, (*cq).wr_id) };
-    // SAFETY: the read ops belong to this CQ and may be called during a poll.
-    let call = |f: Option<unsafe extern "C" fn(*mut ffi::ibv_cq_ex) -> u32>| {
-        f.map_or(0, |f| unsafe { f(cq) })
-    };
-    let ok = status == ffi::ibv_wc_status::IBV_WC_SUCCESS;
-    // SAFETY: as above.
+    if status != ffi::ibv_wc_status::IBV_WC_SUCCESS {
+        // Only the id and the status of an error completion are meaningful.
+        return Completion {
+            wr_id,
+            ..Completion::default()
+        };
+    }
+    // SAFETY: the read ops belong to this CQ, which was created with the byte
+    // length and the completion timestamp in its wc_flags (`read_wc_flags` is
+    // always set), and may be called during a poll.
     let (byte_len, flags, ts) = unsafe {
         (
-            call((*cq).read_byte_len),
+            (*cq).read_byte_len.map_or(0, |f| f(cq)),
             (*cq).read_wc_flags.map_or(0, |f| f(cq)),
             (*cq).read_completion_ts.map(|f| f(cq)),
         )
     };
     Completion {
         wr_id,
-        ok,
+        ok: true,
         byte_len: byte_len as usize,
         grh: flags & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0,
-        ts: if ok { ts } else { None },
+        ts,
     }
 }
 
