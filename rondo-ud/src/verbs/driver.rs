@@ -228,11 +228,7 @@ impl<N: Nic> Driver<N> {
         let c = self.sq.counters();
         let mut landing = LandingCounters::default();
         for f in &self.flows {
-            let l = landing::lock(&f.state).counters;
-            landing.zero_copy_messages += l.zero_copy_messages;
-            landing.finish_copies += l.finish_copies;
-            landing.deferred_writes += l.deferred_writes;
-            landing.copied_messages += l.copied_messages;
+            landing.add(&landing::lock(&f.state).counters);
         }
         VerbsStats {
             doorbells: c.doorbells,

@@ -116,24 +116,32 @@ fn in_order_payloads_land_in_place_without_copies() {
     assert_delivered(&got, &msgs);
     let sb = b.d.stats();
     let rx = b.ep.connection(b.conn).receiver_stats();
-    // The WRs posted before a message began (at most the ring's 256) took its
-    // first packets by copy; from then on every payload landed at its place.
-    assert!(sb.in_place_hits >= sb.datagrams_in - 4 * 256, "{sb:?}");
+    // The ring slots posted before the first message began (256) took its first
+    // packets by copy. From then on WRs went to this message's buffer, and past
+    // its end to buffers allocated ahead for the next messages; the first packet
+    // of each next message is copied (it begins the message), every other
+    // payload landed at its place.
+    let l = sb.landing;
+    assert_eq!(l.ahead_taken, 3, "{sb:?}");
+    assert_eq!(sb.in_place_repaired, l.ahead_taken, "{sb:?}");
+    assert!(sb.in_place_hits >= sb.datagrams_in - 256 - 3, "{sb:?}");
     assert_eq!(rx.probes, 0);
     assert_eq!(
         rx.placed_in_place, sb.in_place_hits,
         "the engine counted each"
     );
-    assert_eq!(sb.in_place_repaired, 0, "{sb:?}");
     assert_eq!(rx.placed_repaired, 0);
-    assert!(sb.in_place_posted >= sb.in_place_hits);
     // Each message's buffer became the message: no copy at the end.
-    assert_eq!(sb.landing.zero_copy_messages, 4, "{sb:?}");
-    assert_eq!(sb.landing.deferred_writes, 0);
+    assert_eq!(l.zero_copy_messages, 4, "{sb:?}");
+    assert_eq!(
+        (l.finish_copies, l.deferred_writes, l.ahead_dropped),
+        (0, 0, 0)
+    );
     assert!(b.d.nic.target_writes >= sb.in_place_hits * 900);
-    // One registration per message buffer, each released after delivery.
-    assert_eq!(sb.registrations, 4);
-    assert!(b.d.nic.registered.is_empty(), "{:?}", b.d.nic.registered);
+    // One registration per message buffer, released after delivery, and one for
+    // the buffer allocated ahead for a fifth message.
+    assert_eq!(sb.registrations, 5);
+    assert_eq!(b.d.nic.registered.len(), 1, "{:?}", b.d.nic.registered);
 }
 
 #[test]
@@ -170,7 +178,8 @@ fn reordered_and_duplicated_arrivals_are_repaired_byte_exactly() {
     );
     assert!(rx.duplicates > 0);
     assert_eq!(rx.placed_in_place, sb.in_place_hits);
-    assert!(b.d.nic.registered.is_empty());
+    // Only buffers allocated ahead for messages that never came stay registered.
+    assert!(b.d.nic.registered.len() <= 16);
 }
 
 #[test]
@@ -181,19 +190,20 @@ fn a_lost_packet_is_repaired_when_its_retransmission_arrives() {
         ..Wire::default()
     }));
     let clock = Clock::new();
-    let (mut a, mut b) = in_place_pair(&wire, &clock, None, false);
+    let (mut a, mut b) = in_place_pair(&wire, &clock, None, true);
     let msgs: Vec<Vec<u8>> = (0..2).map(|i| pattern(300_000, 110 + i)).collect();
     send_all(&mut a, &clock, &msgs);
     let got = transfer(&mut a, &mut b, &clock, msgs.len());
     assert_delivered(&got, &msgs);
     assert_eq!(wire.borrow().drop_nth, None, "the packet was dropped");
-    assert!(a.ep.connection(a.conn).sender_stats().retransmissions > 0);
+    // Early recovery resent it (no probes, no timeouts in this setup).
+    assert_eq!(a.ep.connection(a.conn).sender_stats().retransmissions, 1);
     let sb = b.d.stats();
     assert!(sb.in_place_repaired > 0, "{sb:?}");
     assert!(sb.in_place_hits > 0, "{sb:?}");
     // Places passed over while the hole was open were written from the reorder
     // buffer, or held until their WRs completed; either way the bytes are exact.
-    assert!(b.d.nic.registered.is_empty());
+    assert!(b.d.nic.registered.len() <= 16);
 }
 
 /// A DATA datagram for `flow`, PSN `psn`, message 0 at `offset`, with `token`.
@@ -227,7 +237,7 @@ fn forged_headers_never_write_into_places_they_do_not_own() {
     let wire = Rc::new(RefCell::new(Wire::default()));
     let clock = Clock::new();
     let token = Some(0x005E_C2E7);
-    let (mut a, mut b) = in_place_pair(&wire, &clock, token, false);
+    let (mut a, mut b) = in_place_pair(&wire, &clock, token, true);
     let msg = pattern(600_000, 130);
     send_all(&mut a, &clock, std::slice::from_ref(&msg));
     let initial_psn = crate::verbs::flow_config(PATHS, MTU).initial_psn;
@@ -292,7 +302,7 @@ fn forged_headers_never_write_into_places_they_do_not_own() {
     // The aimed forgery went the in-place way and the engine refused it.
     assert_eq!(sb.in_place_hits, rx.placed_in_place + 1, "{sb:?}");
     assert!(sb.in_place_repaired > 0, "{sb:?}");
-    assert!(b.d.nic.registered.is_empty());
+    assert!(b.d.nic.registered.len() <= 16);
 }
 
 #[test]

@@ -272,10 +272,9 @@ impl<N: Nic> Driver<N> {
 
     /// An in-place WR for `slot`, `ahead` WRs behind the oldest posted one.
     fn in_place_desc(&mut self, slot: usize, ahead: usize) -> Result<Option<RecvDesc>, VerbsError> {
-        let window = self.rx.slots();
         for (i, f) in self.flows.iter_mut().enumerate() {
             let mut s = landing::lock(&f.state);
-            let Some(t) = s.next_post(window, ahead) else {
+            let Some(t) = s.next_post(ahead) else {
                 continue;
             };
             let key = ((i as u64) << 40) | t.buf;
