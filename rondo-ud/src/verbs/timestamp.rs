@@ -85,7 +85,7 @@ impl Unwrap {
         } else {
             // Behind the newest timestamp: report it, keep the newest as reference.
             let back = self.clock.delta_ticks(raw, last);
-            self.ext.wrapping_sub(back)
+            self.ext.saturating_sub(back)
         }
     }
 
