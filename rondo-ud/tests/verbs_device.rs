@@ -9,7 +9,7 @@
 use rondo_ud::udp::Clock;
 use rondo_ud::verbs::exchange::EndpointInfo;
 use rondo_ud::verbs::inventory::{inventory, GidKind};
-use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath, VerbsError};
+use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath, VerbsError, VerbsStats};
 use rondo_ud::{ConnectionHandle, Endpoint, EndpointConfig, Event};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
@@ -19,6 +19,10 @@ type DeviceTest = fn(&VerbsConfig);
 
 const TESTS: &[(&str, DeviceTest)] = &[
     ("messages_arrive_byte_exact_over_four_paths", transfer),
+    (
+        "messages_land_in_place_with_nic_timestamps",
+        transfer_in_place,
+    ),
     ("a_missing_gid_index_is_a_typed_error", bad_gid_index),
 ];
 
@@ -112,12 +116,41 @@ fn exchange(a: EndpointInfo, b: EndpointInfo) -> (EndpointInfo, EndpointInfo) {
 }
 
 fn transfer(cfg: &VerbsConfig) {
+    run_transfer(cfg, false);
+}
+
+/// `b` receives in place (payloads straight into registered message buffers);
+/// both sides use NIC completion timestamps when the device has them.
+fn transfer_in_place(cfg: &VerbsConfig) {
+    let (sa, sb) = run_transfer(cfg, true);
+    assert!(sb.in_place_posted > 0, "{sb:?}");
+    assert!(sb.in_place_hits + sb.in_place_repaired <= sb.in_place_posted);
+    // Each of the six messages had its landing buffer, handed over whole or
+    // copied out while WRs were still posted into it.
+    let l = sb.landing;
+    assert_eq!(l.zero_copy_messages + l.finish_copies, 6, "{sb:?}");
+    assert_eq!(sb.malformed + sb.completion_errors, 0, "{sb:?}");
+    if sb.rx_timestamps > 0 {
+        assert_eq!(sb.rx_timestamps, sb.datagrams_in, "{sb:?}");
+        assert!(sa.nic_rtt_samples > 0, "{sa:?}");
+    } else {
+        println!("verbs_device: the device offers no completion timestamps");
+    }
+}
+
+fn run_transfer(cfg: &VerbsConfig, in_place: bool) -> (VerbsStats, VerbsStats) {
     let clock = Clock::new();
     let dp_a = VerbsDatapath::open(cfg.clone()).expect("open the verbs datapath");
     let dp_b = VerbsDatapath::open(cfg.clone()).expect("open a second QP");
     let (info_b, info_a) = exchange(dp_a.local_info(), dp_b.local_info());
     let mut a = side(dp_a, info_b, &clock, 1, 2);
     let mut b = side(dp_b, info_a, &clock, 2, 1);
+    if in_place {
+        let flow = flow_config(info_a.paths, b.dp.mtu());
+        let min = 2 * b.dp.mtu() as u64;
+        b.dp.receive_in_place(&mut b.ep, b.conn, &flow, min, 64 << 20)
+            .expect("in-place receive for a flow of the datapath's MTU");
+    }
     let msgs: Vec<Vec<u8>> = (0..6u64)
         .map(|i| {
             let mut rng = rondo_ud::mem::rng::Rng::new(i);
@@ -134,7 +167,7 @@ fn transfer(cfg: &VerbsConfig) {
     for _ in 0..2_000_000 {
         a.dp.poll(&mut a.ep, &clock, Duration::from_micros(100))
             .unwrap();
-        b.dp.poll(&mut b.ep, &clock, Duration::from_micros(100))
+        b.dp.poll_in_place(&mut b.ep, &clock, Duration::from_micros(100))
             .unwrap();
         while let Some(e) = a.ep.poll_event(a.conn) {
             completed += usize::from(matches!(e, Event::SendComplete { .. }));
@@ -174,6 +207,15 @@ fn transfer(cfg: &VerbsConfig) {
         .all(|p| p.counters().data_sent > 0));
     println!("verbs_device: a {sa:?}");
     println!("verbs_device: b {sb:?}");
+    let mut samples = Vec::new();
+    a.dp.take_rtt_samples(&mut samples);
+    if let Some(min) = samples.iter().map(|s| s.rtt).min() {
+        println!(
+            "verbs_device: {} NIC RTT samples, min {min:?}",
+            samples.len()
+        );
+    }
+    (sa, sb)
 }
 
 fn bad_gid_index(cfg: &VerbsConfig) {

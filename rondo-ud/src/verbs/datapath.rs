@@ -4,7 +4,9 @@
 #![allow(unsafe_code)] // the two posts, whose buffer contracts the driver keeps
 
 use super::address::{address_plan, AddressConfig};
-use super::driver::{Completion, Driver, Nic, Route, SendDesc, VerbsStats};
+use super::driver::{
+    Completion, Driver, InPlaceHost, Nic, NoInPlace, RecvDesc, Route, SendDesc, VerbsStats,
+};
 use super::error::VerbsError;
 use super::exchange::EndpointInfo;
 use super::grh::GRH_LEN;
@@ -12,10 +14,12 @@ use super::inventory::{mtu_bytes, GidKind};
 use super::qp_attr::UdTransition;
 use super::rx_ring::RxRing;
 use super::send::{SendConfig, SendQueue};
-use super::sys::{self, Ah, Context, Cq, Pd, RegisteredArena, Sge, UdQp, UdSend};
+use super::sys::{self, Ah, AnyCq, Context, Mr, Pd, RegisteredArena, Sge, UdQp, UdSend};
+use super::timestamp::{NicClock, NicRttSample};
 use crate::transmit::{Host, Priority};
 use crate::udp::{Clock, PollOutcome};
 use reorder::HugePages;
+use std::collections::HashMap;
 use std::time::Duration;
 
 /// Settings of a [`VerbsDatapath`].
@@ -39,6 +43,8 @@ pub struct VerbsConfig {
     pub mtu: Option<u32>,
     /// Huge pages for the buffers.
     pub huge_pages: HugePages,
+    /// Use NIC completion timestamps when the device offers them.
+    pub timestamps: bool,
 }
 
 impl Default for VerbsConfig {
@@ -53,6 +59,7 @@ impl Default for VerbsConfig {
             recv_batch: 32,
             mtu: None,
             huge_pages: HugePages::Auto,
+            timestamps: true,
         }
     }
 }
@@ -63,33 +70,16 @@ impl Default for VerbsConfig {
 pub(crate) struct IbvNic {
     qp: UdQp,
     ahs: Vec<Ah>,
-    send_cq: Cq,
-    recv_cq: Cq,
+    send_cq: AnyCq,
+    recv_cq: AnyCq,
+    /// Landing buffers of in-place receives, by the driver's key.
+    landing: HashMap<u64, Mr>,
     send_mem: RegisteredArena,
     recv_mem: RegisteredArena,
     pd: Pd,
     _ctx: Context,
+    clock: Option<NicClock>,
     wc: Vec<ibverbs_sys::ibv_wc>,
-}
-
-impl IbvNic {
-    fn poll(
-        cq: &Cq,
-        wc: &mut [ibverbs_sys::ibv_wc],
-        out: &mut [Completion],
-    ) -> Result<usize, VerbsError> {
-        let max = out.len().min(wc.len());
-        let n = cq.poll(&mut wc[..max])?;
-        for (o, w) in out.iter_mut().zip(&wc[..n]) {
-            *o = Completion {
-                wr_id: w.wr_id(),
-                ok: w.error().is_none(),
-                byte_len: w.len(),
-                grh: w.wc_flags.0 & ibverbs_sys::ibv_wc_flags::IBV_WC_GRH.0 != 0,
-            };
-        }
-        Ok(n)
-    }
 }
 
 impl Nic for IbvNic {
@@ -129,31 +119,60 @@ impl Nic for IbvNic {
         unsafe { self.qp.post_send(&sends) }
     }
 
-    fn post_recv(&mut self, slots: &[usize], stride: usize) -> Result<(), VerbsError> {
+    fn post_recv(&mut self, descs: &[RecvDesc], stride: usize) -> Result<(), VerbsError> {
         let base = self.recv_mem.addr();
         let lkey = self.recv_mem.lkey();
-        let mut wrs: Vec<(u64, [Sge; 2], usize)> = slots
-            .iter()
-            .map(|&slot| {
-                let sge = Sge {
-                    addr: base + (slot * stride) as u64,
-                    length: stride as u32,
-                    lkey,
-                };
-                (slot as u64, [sge, Sge::default()], 1)
-            })
-            .collect();
+        let mut wrs = Vec::with_capacity(descs.len());
+        for d in descs {
+            let slot = Sge {
+                addr: base + (d.slot * stride) as u64,
+                length: d.header.min(stride) as u32,
+                lkey,
+            };
+            let wr = match d.target {
+                None => (d.slot as u64, [slot, Sge::default()], 1),
+                Some((key, addr, len)) => {
+                    let mr = self.landing.get(&key).ok_or(VerbsError::Config(
+                        "in-place receive into a landing buffer that is not registered",
+                    ))?;
+                    let target = Sge {
+                        addr: addr as u64,
+                        length: len as u32,
+                        lkey: mr.lkey(),
+                    };
+                    (d.slot as u64, [slot, target], 2)
+                }
+            };
+            wrs.push(wr);
+        }
         // SAFETY: each slot lies in the registered receive arena, which outlives
-        // the QP, and is not read until its completion is polled.
+        // the QP, and is not read until its completion is polled; each target
+        // lies in a registered landing buffer that the driver keeps allocated
+        // and registered until the WR's completion is polled (`landing`).
         unsafe { self.qp.post_recv(&mut wrs) }
     }
 
+    fn register(&mut self, key: u64, addr: *mut u8, len: usize) -> Result<(), VerbsError> {
+        // SAFETY: the driver keeps the buffer allocated until it deregisters it.
+        let mr = unsafe { self.pd.register(addr, len)? };
+        self.landing.insert(key, mr);
+        Ok(())
+    }
+
+    fn deregister(&mut self, key: u64) {
+        self.landing.remove(&key);
+    }
+
+    fn clock(&self) -> Option<NicClock> {
+        self.clock
+    }
+
     fn poll_send(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
-        IbvNic::poll(&self.send_cq, &mut self.wc, out)
+        self.send_cq.poll(&mut self.wc, out)
     }
 
     fn poll_recv(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
-        IbvNic::poll(&self.recv_cq, &mut self.wc, out)
+        self.recv_cq.poll(&mut self.wc, out)
     }
 }
 
@@ -218,8 +237,25 @@ impl VerbsDatapath {
         }
         let pd = ctx.alloc_pd()?;
         let depth = cfg.send.depth;
-        let send_cq = ctx.create_cq(depth)?;
-        let recv_cq = ctx.create_cq(cfg.recv_slots)?;
+        // NIC completion timestamps when the device has them (and its extended
+        // CQs can be created); plain CQs otherwise.
+        let stamped = if cfg.timestamps {
+            ctx.completion_clock().and_then(|c| {
+                let send = ctx.create_cq_ex(depth).ok()?;
+                let recv = ctx.create_cq_ex(cfg.recv_slots).ok()?;
+                Some((c, send, recv))
+            })
+        } else {
+            None
+        };
+        let (clock, send_cq, recv_cq) = match stamped {
+            Some((c, send, recv)) => (Some(c), AnyCq::Ex(send), AnyCq::Ex(recv)),
+            None => (
+                None,
+                AnyCq::Plain(ctx.create_cq(depth)?),
+                AnyCq::Plain(ctx.create_cq(cfg.recv_slots)?),
+            ),
+        };
         let max_wr =
             |n: usize| u32::try_from(n).map_err(|_| VerbsError::Config("queue size above u32"));
         let qp = pd.create_ud_qp(
@@ -251,10 +287,12 @@ impl VerbsDatapath {
             ahs: Vec::new(),
             send_cq,
             recv_cq,
+            landing: HashMap::new(),
             send_mem,
             recv_mem,
             pd,
             _ctx: ctx,
+            clock,
             wc: vec![ibverbs_sys::ibv_wc::default(); 64],
         };
         Ok(VerbsDatapath {
@@ -283,6 +321,39 @@ impl VerbsDatapath {
     /// Counters so far.
     pub fn stats(&self) -> VerbsStats {
         self.driver.stats()
+    }
+
+    /// The NIC clock, when completions carry NIC timestamps (the device offers
+    /// them and [`VerbsConfig::timestamps`] is on).
+    pub fn nic_clock(&self) -> Option<NicClock> {
+        self.driver.nic.clock
+    }
+
+    /// Moves the NIC-level RTT samples made since the last call into `out`: the
+    /// NIC send time of a signaled DATA packet to the NIC arrival time of its ACK
+    /// (no host latency in them). The engine takes its own RTT samples from the
+    /// ACKs' NIC arrival times; these are for measurement and tuning.
+    pub fn take_rtt_samples(&mut self, out: &mut Vec<NicRttSample>) {
+        self.driver.take_rtt_samples(out);
+    }
+
+    /// Receives connection `h` of `ep` in place from now on (DESIGN.md,
+    /// "Receive placement"): installs a placement whose message buffers are
+    /// registered with the NIC, and [`VerbsDatapath::poll_in_place`] posts
+    /// receive WRs in expected order with the payload going straight to its
+    /// place in the message. Messages of `min_len..=max_len` bytes are received
+    /// in place (others by copy). `cfg` is the connection's configuration; its
+    /// `mtu` must be this datapath's ([`VerbsDatapath::mtu`]), so that every
+    /// datagram fits a WR's header and payload entries.
+    pub fn receive_in_place(
+        &mut self,
+        ep: &mut crate::Endpoint,
+        h: crate::ConnectionHandle,
+        cfg: &crate::FlowConfig,
+        min_len: u64,
+        max_len: u64,
+    ) -> Result<(), VerbsError> {
+        self.driver.receive_in_place(ep, h, cfg, min_len, max_len)
     }
 
     /// Checks that datagrams of a flow with configuration `cfg` fit this datapath's
@@ -327,6 +398,18 @@ impl VerbsDatapath {
     ///
     /// Errors: a failing post or poll (the QP is then unusable).
     pub fn poll<H: Host>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        max_wait: Duration,
+    ) -> Result<PollOutcome, VerbsError> {
+        self.driver.poll(&mut NoInPlace(host), clock, max_wait)
+    }
+
+    /// [`VerbsDatapath::poll`] for a host that takes datagrams in place (an
+    /// [`Endpoint`](crate::Endpoint)): flows set up with
+    /// [`VerbsDatapath::receive_in_place`] are received in place.
+    pub fn poll_in_place<H: InPlaceHost>(
         &mut self,
         host: &mut H,
         clock: &Clock,

@@ -4,14 +4,22 @@
 
 use super::address::ah_index;
 use super::error::VerbsError;
-use super::grh::{self, GRH_LEN};
+use super::landing::{self, FlowLanding, LandingCounters};
 use super::rx_ring::RxRing;
 use super::send::{SendQueue, SendWr};
+use super::timestamp::{HostMap, NicClock, NicRttSample, RttMatcher, Unwrap};
 use crate::time::Instant;
 use crate::transmit::Host;
 use crate::udp::{Clock, PollOutcome};
-use std::collections::HashMap;
+use crate::wire::{self, Body};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+#[path = "driver_rx.rs"]
+mod rx;
+pub use rx::InPlaceHost;
+pub(crate) use rx::NoInPlace;
 
 /// One send WR as the NIC posts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +42,21 @@ pub(crate) struct Completion {
     pub byte_len: usize,
     /// The GRH was on the wire (its traffic class is meaningful).
     pub grh: bool,
+    /// Raw NIC completion timestamp (extended CQs with timestamps only).
+    pub ts: Option<u64>,
+}
+
+/// One receive WR as the NIC posts it: ring slot `slot` (its first
+/// `GRH_LEN + slot_len` bytes) whole, or, with a target, the first `header`
+/// bytes of the slot then the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RecvDesc {
+    /// Ring slot (also the WR id).
+    pub slot: usize,
+    /// Payload target: (registration key, address, length); `None`: whole slot.
+    pub target: Option<(u64, *mut u8, usize)>,
+    /// With a target: bytes of the slot for the GRH and the Rondo header.
+    pub header: usize,
 }
 
 /// What the driver needs of a NIC: buffers, AHs, posts and polls.
@@ -44,8 +67,14 @@ pub(crate) trait Nic {
     fn recv_mem(&self) -> &[u8];
     /// Posts one chain (one doorbell).
     fn post_send(&mut self, chain: &[SendDesc], slot_len: usize) -> Result<(), VerbsError>;
-    /// Posts receives into `slots` (one chain).
-    fn post_recv(&mut self, slots: &[usize], stride: usize) -> Result<(), VerbsError>;
+    /// Posts receives (one chain); ring slots are `stride` bytes apart.
+    fn post_recv(&mut self, wrs: &[RecvDesc], stride: usize) -> Result<(), VerbsError>;
+    /// Registers `len` bytes at `addr` (a landing buffer) under `key`.
+    fn register(&mut self, key: u64, addr: *mut u8, len: usize) -> Result<(), VerbsError>;
+    /// Deregisters what `register` registered under `key`.
+    fn deregister(&mut self, key: u64);
+    /// The NIC clock when completions carry timestamps.
+    fn clock(&self) -> Option<NicClock>;
     /// Up to `out.len()` send completions.
     fn poll_send(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError>;
     /// Up to `out.len()` receive completions.
@@ -79,6 +108,22 @@ pub struct VerbsStats {
     pub unroutable: u64,
     /// `ibv_post_recv` chains.
     pub recv_batches: u64,
+    /// Received datagrams handed to the host at their NIC completion time.
+    pub rx_timestamps: u64,
+    /// NIC-level RTT samples (DATA send completion to ACK receive completion).
+    pub nic_rtt_samples: u64,
+    /// Receive WRs posted with a payload target (in-place receive).
+    pub in_place_posted: u64,
+    /// Of their completions, datagrams that were the expected packet at its place,
+    /// handed to the engine in place.
+    pub in_place_hits: u64,
+    /// Of their completions, other datagrams: copied out of the place and handed
+    /// over like any datagram (the engine repairs them through its reorder buffer).
+    pub in_place_repaired: u64,
+    /// Landing buffers registered with the NIC.
+    pub registrations: u64,
+    /// In-place placement counters, summed over the flows.
+    pub landing: LandingCounters,
 }
 
 /// Where a peer's datagrams go.
@@ -92,10 +137,45 @@ pub(crate) struct Route {
     pub ahs: usize,
 }
 
+/// A flow received in place.
+#[derive(Debug)]
+pub(crate) struct InPlaceFlow {
+    /// Its local flow id.
+    pub flow: u32,
+    /// Bytes of its DATA header (token included).
+    pub header_len: usize,
+    pub state: Arc<Mutex<FlowLanding>>,
+    /// Buffers registered with the NIC.
+    registered: HashSet<u64>,
+}
+
+/// What a posted receive slot receives into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SlotUse {
+    Ring,
+    InPlace { flow: usize, buf: u64, offset: u64 },
+}
+
+/// NIC clock state: raw timestamps to NIC ns, NIC ns to host time.
+#[derive(Debug)]
+struct Stamps {
+    unwrap: Unwrap,
+    map: HostMap,
+}
+
 /// The driver state over a NIC.
 #[derive(Debug)]
 pub(crate) struct Driver<N> {
+    /// First field: dropped first, so the QP is gone before the buffers it
+    /// receives into.
     pub nic: N,
+    flows: Vec<InPlaceFlow>,
+    slot_use: Vec<SlotUse>,
+    stamps: Option<Stamps>,
+    rtt: RttMatcher,
+    /// The latest time handed to the host (times handed to it never go back).
+    last_now: Instant,
+    scratch: Vec<u8>,
     pub routes: HashMap<u32, Route>,
     /// Largest datagram now (the smallest MTU of this side and its peers).
     pub mtu: usize,
@@ -115,7 +195,17 @@ impl<N: Nic> Driver<N> {
     /// A driver over `nic`; posts the first receives.
     pub fn new(nic: N, mtu: usize, sq: SendQueue, rx: RxRing) -> Result<Driver<N>, VerbsError> {
         let depth = sq.config().depth;
+        let stamps = nic.clock().map(|c| Stamps {
+            unwrap: Unwrap::new(c),
+            map: HostMap::default(),
+        });
         let mut d = Driver {
+            flows: Vec::new(),
+            slot_use: vec![SlotUse::Ring; rx.slots()],
+            stamps,
+            rtt: RttMatcher::default(),
+            last_now: Instant::ZERO,
+            scratch: Vec::new(),
             nic,
             routes: HashMap::new(),
             mtu,
@@ -129,19 +219,73 @@ impl<N: Nic> Driver<N> {
             rx,
             stats: VerbsStats::default(),
         };
-        d.repost()?;
+        d.repost(false)?;
         Ok(d)
     }
 
     /// Counters so far.
     pub fn stats(&self) -> VerbsStats {
         let c = self.sq.counters();
+        let mut landing = LandingCounters::default();
+        for f in &self.flows {
+            landing.add(&landing::lock(&f.state).counters);
+        }
         VerbsStats {
             doorbells: c.doorbells,
             inline: c.inline,
             signaled: c.signaled,
+            nic_rtt_samples: self.rtt.made,
+            landing,
             ..self.stats
         }
+    }
+
+    /// Moves the NIC-level RTT samples made since the last call into `out`.
+    pub fn take_rtt_samples(&mut self, out: &mut Vec<NicRttSample>) {
+        self.rtt.take(out);
+    }
+
+    /// Receives connection `h` of `ep` in place from now on; see
+    /// [`VerbsDatapath::receive_in_place`](super::VerbsDatapath::receive_in_place).
+    pub fn receive_in_place(
+        &mut self,
+        ep: &mut crate::Endpoint,
+        h: crate::ConnectionHandle,
+        cfg: &crate::FlowConfig,
+        min_len: u64,
+        max_len: u64,
+    ) -> Result<(), VerbsError> {
+        let conn = ep
+            .connections()
+            .get(h.0)
+            .ok_or(VerbsError::Config("no connection behind this handle"))?;
+        if conn.token() != cfg.token {
+            return Err(VerbsError::Config(
+                "the flow configuration's token differs from the connection's: pass the one it was connected with",
+            ));
+        }
+        if cfg.mtu != self.mtu {
+            return Err(VerbsError::Config(
+                "in-place receive needs the flow's mtu equal to the datapath's (flow_config(paths, dp.mtu()))",
+            ));
+        }
+        let header_len = crate::wire::DATA_HEADER_LEN + crate::wire::token_overhead(cfg.token);
+        // An earlier entry of the flow stays: WRs may still be posted into its
+        // buffers (its placement, once replaced, posts no more).
+        let state = Arc::new(Mutex::new(FlowLanding::new(
+            cfg.payload_per_packet(),
+            min_len,
+            max_len,
+        )));
+        self.flows.push(InPlaceFlow {
+            flow: conn.local_flow(),
+            header_len,
+            state: state.clone(),
+            registered: HashSet::new(),
+        });
+        let placement = landing::LandingPlacement { state };
+        ep.set_placement(h, Box::new(placement));
+        Ok(())
     }
 
     /// Send WRs not yet retired by a completion.
@@ -157,14 +301,15 @@ impl<N: Nic> Driver<N> {
     }
 
     /// One round of the loop; see [`VerbsDatapath::poll`](super::VerbsDatapath::poll).
-    pub fn poll<H: Host>(
+    /// Receives in place only when the host takes datagrams in place.
+    pub fn poll<H: InPlaceHost>(
         &mut self,
         host: &mut H,
         clock: &Clock,
         max_wait: Duration,
     ) -> Result<PollOutcome, VerbsError> {
         let mut out = PollOutcome::default();
-        let now = clock.now();
+        let now = self.advance(clock.now());
         run_timers(host, now);
         out.sent += self.flush(host, now)?;
         let wait = match host.poll_timeout() {
@@ -176,17 +321,24 @@ impl<N: Nic> Driver<N> {
         loop {
             self.reap_sends()?;
             let n = self.receive(host, clock)?;
+            self.release();
             out.received += n;
             if n > 0 || start.elapsed() >= wait {
                 break;
             }
             std::hint::spin_loop();
         }
-        self.repost()?;
-        let now = clock.now();
+        self.repost(host.takes_in_place())?;
+        let now = self.advance(clock.now());
         run_timers(host, now);
         out.sent += self.flush(host, now)?;
         Ok(out)
+    }
+
+    /// `now`, never before a time already handed to the host.
+    fn advance(&mut self, now: Instant) -> Instant {
+        self.last_now = self.last_now.max(now);
+        self.last_now
     }
 
     /// Polls the host for transmits into free send slots and posts them in
@@ -211,6 +363,15 @@ impl<N: Nic> Driver<N> {
                 continue;
             };
             if let Some(wr) = self.sq.plan(t.len, ah, route.qpn) {
+                if wr.signaled && self.stamps.is_some() {
+                    let buf = &self.nic.send_mem()[base..base + t.len];
+                    if let Ok((repr, _)) = wire::parse(buf) {
+                        if matches!(repr.body, Body::Data(_)) {
+                            let c = repr.common;
+                            self.rtt.on_send(wr.wr_id, t.flow, c.psn.0, c.timestamp_ns);
+                        }
+                    }
+                }
                 self.stats.datagrams_out += 1;
                 self.stats.bytes_out += t.len as u64;
                 self.planned.push(wr);
@@ -246,6 +407,10 @@ impl<N: Nic> Driver<N> {
             let n = self.nic.poll_send(&mut self.wc)?;
             for wc in &self.wc[..n] {
                 self.stats.completion_errors += u64::from(!wc.ok);
+                if let (Some(ts), Some(st)) = (wc.ts, self.stamps.as_mut()) {
+                    let ns = st.unwrap.extend_ns(ts);
+                    self.rtt.on_send_completion(wc.wr_id, ns);
+                }
                 // A failed WR also ends the WRs before it; an unknown id is a
                 // completion of another QP's and changes nothing.
                 let _ = self.sq.complete(wc.wr_id);
@@ -254,57 +419,6 @@ impl<N: Nic> Driver<N> {
                 return Ok(());
             }
         }
-    }
-
-    /// Hands every completed receive to the host; returns how many.
-    fn receive<H: Host>(&mut self, host: &mut H, clock: &Clock) -> Result<usize, VerbsError> {
-        let n = self.nic.poll_recv(&mut self.wc)?;
-        if n == 0 {
-            return Ok(0);
-        }
-        let now = clock.now(); // one arrival time for what one poll receives
-        let stride = GRH_LEN + self.slot_len;
-        let mut delivered = 0;
-        for wc in &self.wc[..n] {
-            let slot = usize::try_from(wc.wr_id).unwrap_or(usize::MAX);
-            if self.rx.complete(slot).is_err() {
-                self.stats.malformed += 1;
-                continue;
-            }
-            if !wc.ok {
-                self.stats.completion_errors += 1;
-                continue;
-            }
-            let buf = &self.nic.recv_mem()[slot * stride..(slot + 1) * stride];
-            let Ok(datagram) = grh::strip_grh(buf, wc.byte_len) else {
-                self.stats.malformed += 1;
-                continue;
-            };
-            let ce = wc.grh && grh::ecn_ce(&buf[..GRH_LEN]);
-            self.stats.ce_marks += u64::from(ce);
-            self.stats.datagrams_in += 1;
-            self.stats.bytes_in += datagram.len() as u64;
-            // Path 0: the Rondo header's path id is authoritative.
-            host.handle_datagram(now, 0, datagram, ce);
-            delivered += 1;
-        }
-        Ok(delivered)
-    }
-
-    /// Posts the receive slots that are due, in one chain per batch.
-    fn repost(&mut self) -> Result<(), VerbsError> {
-        let stride = GRH_LEN + self.slot_len;
-        let mut batch = std::mem::take(&mut self.rx_batch);
-        let mut result = Ok(());
-        while self.rx.take_batch(&mut batch) > 0 {
-            self.stats.recv_batches += 1;
-            result = self.nic.post_recv(&batch, stride);
-            if result.is_err() {
-                break;
-            }
-        }
-        self.rx_batch = batch;
-        result
     }
 }
 

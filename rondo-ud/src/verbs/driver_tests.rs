@@ -6,6 +6,7 @@ use super::*;
 use crate::verbs::address::{address_plan, AddressConfig, AhSpec};
 use crate::verbs::exchange::EndpointInfo;
 use crate::verbs::flow_label::roce_source_port;
+use crate::verbs::grh::GRH_LEN;
 use crate::verbs::send::SendConfig;
 use crate::{Endpoint, EndpointConfig, Event};
 use std::cell::RefCell;
@@ -19,6 +20,8 @@ struct Frame {
     data: Vec<u8>,
     tclass: u8,
     qkey: u32,
+    /// NIC clock (extended ticks) when it was sent.
+    sent: u64,
 }
 
 #[derive(Default)]
@@ -26,6 +29,22 @@ struct Wire {
     queues: HashMap<u32, VecDeque<Frame>>,
     /// Mark every frame CE.
     mark_ce: bool,
+    /// NIC clock shared by both NICs, in ticks (extended; completions carry it
+    /// masked). Each send takes one tick; a frame arrives `delay` ticks after it
+    /// was sent.
+    ticks: u64,
+    delay: u64,
+    /// Deliver the next pair of frames to this QPN swapped (reordering).
+    swap_to: Option<u32>,
+    /// Deliver the 4th next frame to this QPN first (a bigger jump).
+    jump_to: Option<u32>,
+    /// Drop the frame with this index (counted over frames to `drop_to`) once.
+    drop_nth: Option<usize>,
+    drop_to: u32,
+    seen_to_drop: usize,
+    held: bool,
+    /// Deliver the next frame to this QPN twice (a duplicate).
+    dup_to: Option<u32>,
 }
 
 struct FakeNic {
@@ -35,8 +54,15 @@ struct FakeNic {
     ahs: Vec<AhSpec>,
     send_mem: Vec<u8>,
     recv_mem: Vec<u8>,
-    posted: VecDeque<usize>,
+    posted: VecDeque<RecvDesc>,
     send_done: VecDeque<Completion>,
+    /// Completion clock (mask, kHz); `None`: no timestamps.
+    clock: Option<NicClock>,
+    /// Registered landing buffers: key -> (address, length).
+    registered: HashMap<u64, (usize, usize)>,
+    registrations: u64,
+    /// Bytes written to in-place targets.
+    target_writes: u64,
     /// Extra receive completions to hand out first (fault injection).
     injected: VecDeque<Completion>,
     chains: Vec<usize>,
@@ -57,6 +83,10 @@ impl FakeNic {
             recv_mem: vec![0; slots * (GRH_LEN + MTU)],
             posted: VecDeque::new(),
             send_done: VecDeque::new(),
+            clock: None,
+            registered: HashMap::new(),
+            registrations: 0,
+            target_writes: 0,
             injected: VecDeque::new(),
             chains: Vec::new(),
             sent: HashSet::new(),
@@ -81,6 +111,12 @@ impl Nic for FakeNic {
             let ah = self.ahs[d.ah];
             let start = d.wr.slot * slot_len;
             let data = self.send_mem[start..start + d.wr.len].to_vec();
+            let sent = {
+                let mut w = self.wire.borrow_mut();
+                w.ticks += 1;
+                w.ticks
+            };
+            let ts = self.clock.map(|c| sent & c.mask);
             self.sent
                 .insert((roce_source_port(ah.flow_label).unwrap(), ah.traffic_class));
             let mut wire = self.wire.borrow_mut();
@@ -92,6 +128,7 @@ impl Nic for FakeNic {
                     data,
                     tclass,
                     qkey: d.remote_qkey,
+                    sent,
                 });
             if d.wr.signaled {
                 self.send_done.push_back(Completion {
@@ -99,16 +136,40 @@ impl Nic for FakeNic {
                     ok: true,
                     byte_len: 0,
                     grh: false,
+                    ts,
                 });
             }
         }
         Ok(())
     }
 
-    fn post_recv(&mut self, slots: &[usize], stride: usize) -> Result<(), VerbsError> {
+    fn post_recv(&mut self, wrs: &[RecvDesc], stride: usize) -> Result<(), VerbsError> {
         assert_eq!(stride, self.stride);
-        self.posted.extend(slots);
+        for d in wrs {
+            if let Some((key, addr, len)) = d.target {
+                let (base, cap) = self.registered[&key]; // posting needs a registration
+                assert!(addr as usize >= base && addr as usize + len <= base + cap);
+                assert!(d.header < stride);
+            } else {
+                assert_eq!(d.header, stride);
+            }
+        }
+        self.posted.extend(wrs);
         Ok(())
+    }
+
+    fn register(&mut self, key: u64, addr: *mut u8, len: usize) -> Result<(), VerbsError> {
+        assert!(self.registered.insert(key, (addr as usize, len)).is_none());
+        self.registrations += 1;
+        Ok(())
+    }
+
+    fn deregister(&mut self, key: u64) {
+        assert!(self.registered.remove(&key).is_some(), "deregistered twice");
+    }
+
+    fn clock(&self) -> Option<NicClock> {
+        self.clock
     }
 
     fn poll_send(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
@@ -119,6 +180,7 @@ impl Nic for FakeNic {
         Ok(n)
     }
 
+    #[allow(unsafe_code)] // writes into posted in-place targets, as the NIC does
     fn poll_recv(&mut self, out: &mut [Completion]) -> Result<usize, VerbsError> {
         let mut n = 0;
         while n < out.len() {
@@ -127,40 +189,99 @@ impl Nic for FakeNic {
                 n += 1;
                 continue;
             }
-            let Some(frame) = self
-                .wire
-                .borrow_mut()
-                .queues
-                .entry(self.qpn)
-                .or_default()
-                .pop_front()
-            else {
+            let Some(frame) = self.next_frame() else {
                 break;
             };
             if frame.qkey != self.qkey {
                 continue; // UD drops datagrams with another qkey
             }
-            let Some(slot) = self.posted.pop_front() else {
+            let Some(wr) = self.posted.pop_front() else {
                 self.dropped_no_recv += 1; // no receive posted: dropped
                 continue;
             };
-            let buf = &mut self.recv_mem[slot * self.stride..(slot + 1) * self.stride];
-            buf[..GRH_LEN].fill(0);
-            buf[0] = 0x60 | (frame.tclass >> 4);
-            buf[1] = (frame.tclass & 0x0F) << 4;
-            let ok = frame.data.len() <= MTU;
+            let arrival = {
+                let mut w = self.wire.borrow_mut();
+                let at = frame.sent + w.delay;
+                w.ticks = w.ticks.max(at);
+                at
+            };
+            // GRH then the datagram, scattered over the WR's entries.
+            let mut bytes = vec![0u8; GRH_LEN];
+            bytes[0] = 0x60 | (frame.tclass >> 4);
+            bytes[1] = (frame.tclass & 0x0F) << 4;
+            bytes.extend_from_slice(&frame.data);
+            let (head, room) = match wr.target {
+                Some((_, _, len)) => (wr.header, wr.header + len),
+                None => (self.stride, self.stride),
+            };
+            let ok = bytes.len() <= room;
             if ok {
-                buf[GRH_LEN..GRH_LEN + frame.data.len()].copy_from_slice(&frame.data);
+                let n = bytes.len().min(head);
+                let slot = &mut self.recv_mem[wr.slot * self.stride..][..n];
+                slot.copy_from_slice(&bytes[..n]);
+                if let (Some((_, addr, _)), true) = (wr.target, bytes.len() > head) {
+                    let rest = &bytes[head..];
+                    // SAFETY: the target is registered and posted (checked at
+                    // post_recv); the driver keeps it allocated until this
+                    // completion is polled.
+                    unsafe { std::ptr::copy_nonoverlapping(rest.as_ptr(), addr, rest.len()) };
+                    self.target_writes += rest.len() as u64;
+                }
             }
             out[n] = Completion {
-                wr_id: slot as u64,
+                wr_id: wr.slot as u64,
                 ok,
-                byte_len: GRH_LEN + frame.data.len(),
+                byte_len: bytes.len(),
                 grh: true,
+                ts: self.clock.map(|c| arrival & c.mask),
             };
             n += 1;
         }
         Ok(n)
+    }
+}
+
+impl FakeNic {
+    /// The next frame for this QP, after the wire's reordering and loss.
+    fn next_frame(&mut self) -> Option<Frame> {
+        let mut w = self.wire.borrow_mut();
+        loop {
+            let swap = w.swap_to == Some(self.qpn) && !w.held;
+            let len = w.queues.get(&self.qpn).map_or(0, VecDeque::len);
+            let jump = w.jump_to == Some(self.qpn) && len >= 4;
+            let q = w.queues.get_mut(&self.qpn)?;
+            let f = if jump {
+                let f = q.remove(3)?;
+                w.jump_to = None;
+                f
+            } else if swap && len >= 2 {
+                let f = q.remove(1)?;
+                w.held = true; // the first of the pair goes next, unswapped
+                w.swap_to = None; // one pair per request
+                f
+            } else {
+                let f = q.pop_front()?;
+                w.held = false;
+                f
+            };
+            if w.drop_to == self.qpn && w.drop_nth.is_some() {
+                let i = w.seen_to_drop;
+                w.seen_to_drop += 1;
+                if Some(i) == w.drop_nth {
+                    w.drop_nth = None;
+                    continue;
+                }
+            }
+            if w.dup_to == Some(self.qpn) {
+                w.dup_to = None;
+                let copy = Frame {
+                    data: f.data.clone(),
+                    ..f
+                };
+                w.queues.entry(self.qpn).or_default().push_front(copy);
+            }
+            return Some(f);
+        }
     }
 }
 
@@ -170,14 +291,16 @@ struct Side {
     conn: crate::ConnectionHandle,
 }
 
-fn driver(qpn: u32, wire: &Rc<RefCell<Wire>>) -> Driver<FakeNic> {
+fn driver(qpn: u32, wire: &Rc<RefCell<Wire>>, nic_clock: Option<NicClock>) -> Driver<FakeNic> {
     let send = SendConfig {
         depth: 128,
         ..SendConfig::default()
     };
     let sq = SendQueue::new(send).unwrap();
     let rx = RxRing::new(256, 32).unwrap();
-    Driver::new(FakeNic::new(qpn, wire, 128, 256), MTU, sq, rx).unwrap()
+    let mut nic = FakeNic::new(qpn, wire, 128, 256);
+    nic.clock = nic_clock;
+    Driver::new(nic, MTU, sq, rx).unwrap()
 }
 
 fn route_to(d: &mut Driver<FakeNic>, flow: u32, peer_qpn: u32) {
@@ -204,15 +327,25 @@ fn route_to(d: &mut Driver<FakeNic>, flow: u32, peer_qpn: u32) {
 }
 
 fn pair(wire: &Rc<RefCell<Wire>>, clock: &Clock) -> (Side, Side) {
-    let cfg = crate::verbs::flow_config(PATHS, MTU);
-    let mut a = driver(0x11, wire);
-    let mut b = driver(0x22, wire);
+    pair_with(wire, clock, &crate::verbs::flow_config(PATHS, MTU), None)
+}
+
+/// Two sides with flow configuration `cfg`, their NICs stamping completions on
+/// `nic_clock` when it is set.
+fn pair_with(
+    wire: &Rc<RefCell<Wire>>,
+    clock: &Clock,
+    cfg: &crate::FlowConfig,
+    nic_clock: Option<NicClock>,
+) -> (Side, Side) {
+    let mut a = driver(0x11, wire, nic_clock);
+    let mut b = driver(0x22, wire, nic_clock);
     route_to(&mut a, 1, 0x22);
     route_to(&mut b, 2, 0x11);
     let mut ea = Endpoint::new(EndpointConfig::default()).unwrap();
     let mut eb = Endpoint::new(EndpointConfig::default()).unwrap();
-    let ha = ea.connect(clock.now(), 1, 2, &cfg).unwrap();
-    let hb = eb.connect(clock.now(), 2, 1, &cfg).unwrap();
+    let ha = ea.connect(clock.now(), 1, 2, cfg).unwrap();
+    let hb = eb.connect(clock.now(), 2, 1, cfg).unwrap();
     (
         Side {
             d: a,
@@ -234,10 +367,22 @@ fn pattern(len: usize, seed: u64) -> Vec<u8> {
 
 /// Drives both sides until `a` saw `n` send completions; returns `b`'s messages.
 fn transfer(a: &mut Side, b: &mut Side, clock: &Clock, n: usize) -> Vec<(u64, Vec<u8>)> {
+    transfer_with(a, b, clock, n, |_| {})
+}
+
+/// [`transfer`], calling `between` on the wire after every round.
+fn transfer_with(
+    a: &mut Side,
+    b: &mut Side,
+    clock: &Clock,
+    n: usize,
+    mut between: impl FnMut(&mut Wire),
+) -> Vec<(u64, Vec<u8>)> {
     let (mut done, mut got) = (0, Vec::new());
     for _ in 0..200_000 {
         a.d.poll(&mut a.ep, clock, Duration::ZERO).unwrap();
         b.d.poll(&mut b.ep, clock, Duration::ZERO).unwrap();
+        between(&mut a.d.nic.wire.borrow_mut());
         while let Some(e) = a.ep.poll_event(a.conn) {
             done += usize::from(matches!(e, Event::SendComplete { .. }));
         }
@@ -302,6 +447,13 @@ fn messages_cross_the_driver_byte_exact_on_every_path() {
     assert_eq!(sb.datagrams_in, b.ep.stats().datagrams);
     assert_eq!(b.ep.stats().malformed, 0);
     assert!(sb.recv_batches > 1);
+    // Without NIC timestamps: poll times, no NIC-level RTT samples; no in-place
+    // flow: every receive is a whole-datagram ring slot.
+    assert_eq!(
+        (sa.rx_timestamps, sb.rx_timestamps, sa.nic_rtt_samples),
+        (0, 0, 0)
+    );
+    assert_eq!((sb.in_place_posted, sb.registrations), (0, 0));
     assert!(
         b.d.posted_receives() >= 256 - 32,
         "{}",
@@ -334,7 +486,7 @@ fn bad_completions_are_counted_and_their_slots_reposted() {
     let wire = Rc::new(RefCell::new(Wire::default()));
     let clock = Clock::new();
     let (_, mut b) = pair(&wire, &clock);
-    let slot = *b.d.nic.posted.front().unwrap();
+    let slot = b.d.nic.posted.front().unwrap().slot;
     b.d.nic.posted.pop_front();
     b.d.nic.injected.extend([
         // Shorter than a GRH.
@@ -343,6 +495,7 @@ fn bad_completions_are_counted_and_their_slots_reposted() {
             ok: true,
             byte_len: 12,
             grh: true,
+            ts: None,
         },
         // A slot that is not posted (the same one again).
         Completion {
@@ -350,6 +503,7 @@ fn bad_completions_are_counted_and_their_slots_reposted() {
             ok: true,
             byte_len: 100,
             grh: true,
+            ts: None,
         },
         // An error completion of an unknown WR.
         Completion {
@@ -357,6 +511,7 @@ fn bad_completions_are_counted_and_their_slots_reposted() {
             ok: false,
             byte_len: 0,
             grh: false,
+            ts: None,
         },
     ]);
     b.d.poll(&mut b.ep, &clock, Duration::ZERO).unwrap();
@@ -370,7 +525,7 @@ fn bad_completions_are_counted_and_their_slots_reposted() {
 fn transmits_without_a_route_are_unroutable() {
     let wire = Rc::new(RefCell::new(Wire::default()));
     let clock = Clock::new();
-    let mut d = driver(0x33, &wire);
+    let mut d = driver(0x33, &wire, None);
     let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
     let h = ep
         .connect(clock.now(), 7, 8, &crate::verbs::flow_config(PATHS, MTU))
@@ -382,3 +537,6 @@ fn transmits_without_a_route_are_unroutable() {
     assert_eq!((s.datagrams_out, s.doorbells), (0, 0));
     assert!(wire.borrow().queues.values().all(VecDeque::is_empty));
 }
+
+#[path = "driver_place_tests.rs"]
+mod place;

@@ -10,12 +10,18 @@
 //! UD payload. Sends go out in WR chains with one doorbell each, one WR in N
 //! signaled, small ones inline ([`send`]); receives land in registered arena
 //! memory with room for the 40-byte GRH ([`grh`]), reposted in batches
-//! ([`rx_ring`]). [`repair`] holds the in-order placement with repair that a
-//! zero-copy receive path posts by (this first driver copies every payload; see
-//! `docs/ibverbs.md`). Endpoints exchange [`exchange::EndpointInfo`] over TCP.
+//! ([`rx_ring`]). A connection set up with [`VerbsDatapath::receive_in_place`]
+//! is received in place: WRs posted in expected order with a two-entry scatter
+//! list put each payload straight into its message buffer, registered with the
+//! NIC, and a datagram that lands elsewhere is copied out and repaired by the
+//! engine ([`repair`] is the same scheme as plain data). When the device offers
+//! NIC completion timestamps, arrivals reach the engine at their NIC time and
+//! signaled DATA sends pair with their ACKs for NIC-level RTT samples
+//! ([`timestamp`]). Endpoints exchange [`exchange::EndpointInfo`] over TCP.
 //!
 //! Everything but [`sys`] (the thin FFI layer) is plain Rust, unit-tested without
-//! a device; the driver loop runs over a `Nic` trait, tested over an in-memory NIC.
+//! a device; the driver loop runs over a `Nic` trait, tested over an in-memory NIC
+//! that stamps completions with its own clock and scatters into in-place targets.
 //!
 //! ```no_run
 //! use rondo_ud::udp::Clock;
@@ -49,11 +55,14 @@ pub mod exchange;
 pub mod flow_label;
 pub mod grh;
 pub mod inventory;
+mod landing;
 pub mod qp_attr;
 pub mod repair;
 pub mod rx_ring;
 pub mod send;
 pub mod sys;
+pub mod timestamp;
 pub use datapath::{flow_config, VerbsConfig, VerbsDatapath};
-pub use driver::VerbsStats;
+pub use driver::{InPlaceHost, VerbsStats};
 pub use error::VerbsError;
+pub use landing::LandingCounters;

@@ -6,7 +6,9 @@
 
 use super::error::VerbsError;
 
+mod cq_ex;
 mod qp;
+pub use cq_ex::CqEx;
 pub use qp::{Ah, Sge, UdQp, UdSend};
 
 use ibverbs_sys as ffi;
@@ -243,6 +245,51 @@ impl Cq {
             return Err(VerbsError::call("ibv_poll_cq", rc));
         }
         Ok(rc as usize)
+    }
+}
+
+/// A completion queue a QP can use: plain, or extended with completion
+/// timestamps.
+#[derive(Clone, Debug)]
+pub enum AnyCq {
+    /// `ibv_create_cq`, polled with `ibv_poll_cq`.
+    Plain(Cq),
+    /// `ibv_create_cq_ex`, polled with `ibv_start_poll` / `ibv_next_poll`.
+    Ex(CqEx),
+}
+
+impl AnyCq {
+    /// The CQ as QP creation takes it.
+    fn raw(&self) -> *mut ffi::ibv_cq {
+        match self {
+            AnyCq::Plain(c) => c.inner.cq,
+            AnyCq::Ex(c) => c.as_cq(),
+        }
+    }
+
+    /// Polls up to `out.len()` completions (at most `wc.len()` from a plain CQ,
+    /// which polls into `wc` first).
+    pub(crate) fn poll(
+        &self,
+        wc: &mut [ffi::ibv_wc],
+        out: &mut [crate::verbs::driver::Completion],
+    ) -> Result<usize, VerbsError> {
+        let cq = match self {
+            AnyCq::Ex(c) => return c.poll(out),
+            AnyCq::Plain(c) => c,
+        };
+        let max = out.len().min(wc.len());
+        let n = cq.poll(&mut wc[..max])?;
+        for (o, w) in out.iter_mut().zip(&wc[..n]) {
+            *o = crate::verbs::driver::Completion {
+                wr_id: w.wr_id(),
+                ok: w.error().is_none(),
+                byte_len: w.len(),
+                grh: w.wc_flags.0 & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0,
+                ts: None,
+            };
+        }
+        Ok(n)
     }
 }
 

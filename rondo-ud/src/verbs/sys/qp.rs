@@ -1,7 +1,7 @@
 //! UD queue pairs, address handles and the post calls.
 #![allow(unsafe_code)] // the verbs FFI of this datapath; each block says why it is sound
 
-use super::{Cq, CqInner, Pd, PdInner, VerbsError};
+use super::{AnyCq, Pd, PdInner, VerbsError};
 use crate::verbs::address::AhSpec;
 use crate::verbs::qp_attr::{QpAttrs, QpState};
 use ibverbs_sys as ffi;
@@ -28,16 +28,16 @@ impl Pd {
     /// Creates a UD QP in RESET with the given queue sizes.
     pub fn create_ud_qp(
         &self,
-        send: &Cq,
-        recv: &Cq,
+        send: &AnyCq,
+        recv: &AnyCq,
         max_send_wr: u32,
         max_recv_wr: u32,
         max_inline: u32,
     ) -> Result<UdQp, VerbsError> {
         let mut init = ffi::ibv_qp_init_attr {
             qp_context: ptr::null_mut(),
-            send_cq: send.inner.cq,
-            recv_cq: recv.inner.cq,
+            send_cq: send.raw(),
+            recv_cq: recv.raw(),
             srq: ptr::null_mut(),
             cap: ffi::ibv_qp_cap {
                 max_send_wr,
@@ -58,8 +58,8 @@ impl Pd {
             qp,
             max_inline: init.cap.max_inline_data,
             _pd: self.inner.clone(),
-            _send: send.inner.clone(),
-            _recv: recv.inner.clone(),
+            _send: send.clone(),
+            _recv: recv.clone(),
         })
     }
 }
@@ -85,8 +85,8 @@ pub struct UdQp {
     qp: *mut ffi::ibv_qp,
     max_inline: u32,
     _pd: Arc<PdInner>,
-    _send: Arc<CqInner>,
-    _recv: Arc<CqInner>,
+    _send: AnyCq,
+    _recv: AnyCq,
 }
 // SAFETY: verbs objects may be used from any thread.
 unsafe impl Send for UdQp {}
