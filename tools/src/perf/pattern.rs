@@ -37,8 +37,11 @@ impl Pattern {
         mix(self.seed ^ mix(message.wrapping_add(0x9e37_79b9_7f4a_7c15)))
     }
 
-    /// Calls `f(word_index, word)` for the 8-byte words covering `[offset, offset+len)`.
-    fn bytes(&self, message: u64, offset: u64, len: usize, mut f: impl FnMut(usize, u8)) {
+    /// Calls `f(i, chunk)` for the pieces of the pattern's 8-byte words that cover
+    /// `[offset, offset + len)`, in order: `chunk` is the pattern of bytes
+    /// `offset + i ..` (whole words except at the two ends), so callers copy and
+    /// compare a word at a time.
+    fn chunks(&self, message: u64, offset: u64, len: usize, mut f: impl FnMut(usize, &[u8])) {
         let key = self.message_key(message);
         let mut i = 0;
         while i < len {
@@ -46,9 +49,7 @@ impl Pattern {
             let word = mix(key ^ (at / 8)).to_le_bytes();
             let first = (at % 8) as usize;
             let n = (8 - first).min(len - i);
-            for (k, b) in word[first..first + n].iter().enumerate() {
-                f(i + k, *b);
-            }
+            f(i, &word[first..first + n]);
             i += n;
         }
     }
@@ -56,18 +57,30 @@ impl Pattern {
     /// Writes the pattern of `message` from byte `offset` into `buf`.
     pub fn fill(&self, message: u64, offset: u64, buf: &mut [u8]) {
         let len = buf.len();
-        self.bytes(message, offset, len, |i, b| buf[i] = b);
+        self.chunks(message, offset, len, |i, c| match <[u8; 8]>::try_from(c) {
+            // A fixed-size copy compiles to one store, not a `memcpy` call.
+            Ok(w) => buf[i..i + 8].copy_from_slice(&w),
+            Err(_) => buf[i..i + c.len()].copy_from_slice(c),
+        });
     }
 
     /// Checks `buf` against the pattern of `message` from byte `offset`.
     pub fn check(&self, message: u64, offset: u64, buf: &[u8]) -> Result<(), Mismatch> {
         let mut first = None;
-        self.bytes(message, offset, buf.len(), |i, b| {
-            if first.is_none() && buf[i] != b {
+        self.chunks(message, offset, buf.len(), |i, c| {
+            let got = &buf[i..i + c.len()];
+            // Whole words compare as integers (a slice comparison is a `memcmp`
+            // call per word).
+            let same = match (<[u8; 8]>::try_from(got), <[u8; 8]>::try_from(c)) {
+                (Ok(g), Ok(w)) => u64::from_ne_bytes(g) == u64::from_ne_bytes(w),
+                _ => got == c,
+            };
+            if first.is_none() && !same {
+                let k = (0..c.len()).find(|&k| got[k] != c[k]).unwrap_or(0);
                 first = Some(Mismatch {
-                    offset: offset + i as u64,
-                    expected: b,
-                    found: buf[i],
+                    offset: offset + (i + k) as u64,
+                    expected: c[k],
+                    found: got[k],
                 });
             }
         });
