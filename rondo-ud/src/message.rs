@@ -79,6 +79,20 @@ impl Message {
         }
     }
 
+    /// For a datagram carrying bytes `offset..offset + len`: how many of its first
+    /// bytes must be copied so that the rest can be sent from where it lies
+    /// ([`Message::locate`]): 0 when all of it can stay, the owned head's
+    /// remaining bytes when the range straddles head and body; `None` when the
+    /// rest has no address either (copy it all).
+    pub(crate) fn split_point(&self, offset: usize, len: usize) -> Option<usize> {
+        if self.locate(offset, len).is_some() {
+            return Some(0);
+        }
+        let h = self.head.len();
+        let k = h.checked_sub(offset).filter(|&k| k > 0 && k < len)?;
+        self.locate(h, len - k).map(|_| k)
+    }
+
     /// Where bytes `offset..offset + len` lie without a copy: in the head, or at an
     /// address of the body; `None` when they straddle the two or the body has no
     /// address for them.
@@ -182,6 +196,14 @@ mod tests {
         assert_eq!(dst, [47, 48, 49, 50, 51]);
         assert_eq!(m.locate(0, 3), Some(PayloadBytes::Slice(&[200, 201, 202])));
         assert_eq!(m.locate(2, 2), None, "straddles head and body");
+        assert_eq!(m.split_point(2, 2), Some(1), "copy the head's last byte");
+        assert_eq!(
+            m.split_point(0, 50),
+            Some(3),
+            "copy the head, reference the rest"
+        );
+        assert_eq!(m.split_point(3, 50), Some(0));
+        assert_eq!(m.split_point(0, 60), None, "the rest has no address");
         assert_eq!(
             m.locate(3, 50),
             Some(PayloadBytes::Addr {

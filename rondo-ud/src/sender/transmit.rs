@@ -130,16 +130,27 @@ impl Sender {
         };
         let hdr = repr.emit_with_token(buf, self.cfg.token).ok()?;
         let total = hdr + len;
-        // Split: the payload stays where it is when it lies in one piece (the
-        // message's head, or an address of its external body); otherwise, as
-        // without split, it is copied after the header.
-        let written = if self.split && msg.data.locate(offset as usize, len).is_some() {
-            self.split_out = Some((msg.first_psn, offset, len as u32));
-            self.stats.payloads_by_reference += 1;
-            hdr
+        // Split: the payload stays where it is from the first byte that can (the
+        // message's head, or an address of its external body): bytes before that
+        // (the owned head's end, when the payload straddles head and body) are
+        // copied after the header, and the rest is referenced. Without split, or
+        // when nothing can stay, all of it is copied after the header.
+        let copied = if self.split {
+            msg.data.split_point(offset as usize, len)
         } else {
-            msg.data.read(offset as usize, &mut buf[hdr..total]);
-            total
+            None
+        };
+        let written = match copied {
+            Some(k) => {
+                msg.data.read(offset as usize, &mut buf[hdr..hdr + k]);
+                self.split_out = Some((msg.first_psn, offset + k as u64, (len - k) as u32));
+                self.stats.payloads_by_reference += 1;
+                hdr + k
+            }
+            None => {
+                msg.data.read(offset as usize, &mut buf[hdr..total]);
+                total
+            }
         };
 
         let entry = &mut self.table[idx];
