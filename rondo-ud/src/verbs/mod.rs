@@ -57,7 +57,6 @@ pub mod grh;
 pub mod inventory;
 mod landing;
 pub mod qp_attr;
-pub mod repair;
 pub mod rx_ring;
 pub mod send;
 pub mod sys;
