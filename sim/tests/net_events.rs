@@ -176,6 +176,15 @@ fn fig2_long_flows_fill_the_spine_after_warmup() {
     );
     let jain = m.fairness_jain.unwrap();
     assert!(jain > 0.8 && jain <= 1.0, "{jain}");
+    // Per-flow goodputs: one per long flow, summing to the aggregate (every flow
+    // runs through the whole window).
+    assert_eq!(m.long_flow_gbps.len(), m.flows.len());
+    let sum: f64 = m.long_flow_gbps.iter().sum();
+    assert!(
+        (sum - m.goodput_gbps).abs() < 0.01 * m.goodput_gbps,
+        "{sum} vs {}",
+        m.goodput_gbps
+    );
     assert!(m.nic_ood.count() > 0);
     assert!(m.max_interpath_queue_diff_bytes > 0);
     assert_eq!(sim.path_links().len(), 4);

@@ -62,7 +62,7 @@ flows = 1
 }
 
 /// Every key the issue asks for, nested for dotted names.
-const KEYS: [&str; 29] = [
+const KEYS: [&str; 30] = [
     "scenario",
     "transport",
     "seed",
@@ -87,6 +87,7 @@ const KEYS: [&str; 29] = [
     "drops.probe",
     "queue.max_interpath_diff_kb",
     "fairness_jain",
+    "long_flow_goodput_gbps",
     "sim.events",
     "sim.wall_s",
     "sim.events_per_s",

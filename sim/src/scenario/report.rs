@@ -47,6 +47,9 @@ pub struct Report {
     /// Jain's fairness index over the goodput of long-lived flows (1 with one flow;
     /// `null` without long-lived flows).
     pub fairness_jain: Option<f64>,
+    /// Goodput of each long-lived flow over its time in the measured span, Gbit/s,
+    /// in workload order (empty without long-lived flows).
+    pub long_flow_goodput_gbps: Vec<f64>,
     /// How the simulation ran.
     pub sim: SimStats,
     /// Why the run ended: `done`, `deadline` or `idle`.

@@ -385,6 +385,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
             max_port_kb: max_port as f64 / 1024.0,
         },
         fairness_jain: m.fairness_jain,
+        long_flow_goodput_gbps: m.long_flow_gbps.clone(),
         sim: SimStats {
             events: m.events,
             wall_s,

@@ -79,6 +79,8 @@ pub struct Metrics {
     pub max_interpath_queue_diff_bytes: u64,
     /// Jain's index over the goodput of long-lived flows in the window.
     pub fairness_jain: Option<f64>,
+    /// Goodput of each long-lived flow in the window, Gbit/s, in the order added.
+    pub long_flow_gbps: Vec<f64>,
     /// Events processed.
     pub events: u64,
     /// Times a host asked for a timeout at the same instant 10 000 times in a row
@@ -123,7 +125,11 @@ impl Simulator {
             nic_rbo: self.nic_rbo.clone(),
             flows_completed: self.finite_total - self.finite_open,
             flows_finite: self.finite_total,
-            fairness_jain: jain(&flows, self.window_start, now),
+            fairness_jain: jain(&long_flow_rates(&flows, self.window_start, now)),
+            long_flow_gbps: long_flow_rates(&flows, self.window_start, now)
+                .iter()
+                .map(|bytes_per_s| bytes_per_s * 8.0 / 1e9)
+                .collect(),
             flows,
             retx: RetxMetrics {
                 packets: c.retx_packets - w.retx_packets,
@@ -266,9 +272,10 @@ fn water_fill(cap: &[f64], uses: &[Vec<usize>]) -> Vec<f64> {
     rate
 }
 
-/// Jain's fairness index over long-lived flows' goodput in the window.
-fn jain(flows: &[FlowResult], window_start: Instant, now: Instant) -> Option<f64> {
-    let xs: Vec<f64> = flows
+/// Goodput of each long-lived flow (not failed, active in the window) over its
+/// time in the window, bytes per second.
+fn long_flow_rates(flows: &[FlowResult], window_start: Instant, now: Instant) -> Vec<f64> {
+    flows
         .iter()
         .filter(|f| f.bytes.is_none() && !f.failed)
         .filter_map(|f| {
@@ -277,7 +284,11 @@ fn jain(flows: &[FlowResult], window_start: Instant, now: Instant) -> Option<f64
             let span = to.checked_since(from)?.as_secs_f64();
             (span > 0.0).then(|| f.delivered_in_window as f64 / span)
         })
-        .collect();
+        .collect()
+}
+
+/// Jain's fairness index of `xs`.
+fn jain(xs: &[f64]) -> Option<f64> {
     let sum: f64 = xs.iter().sum();
     let sq: f64 = xs.iter().map(|x| x * x).sum();
     (!xs.is_empty() && sq > 0.0).then(|| sum * sum / (xs.len() as f64 * sq))
