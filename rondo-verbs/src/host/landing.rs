@@ -89,6 +89,8 @@ pub(crate) struct RxState {
     /// A receive consumed by the request being placed (flushed if the QP fails
     /// before the request completes).
     pub landing_recv: Option<RecvWr>,
+    /// The host flushed the receives (the QP failed): a verdict is never undone.
+    pub flushed: bool,
     /// Payload bytes copied straight from datagrams into memory regions.
     pub bytes_direct: u64,
 }
@@ -102,6 +104,7 @@ impl RxState {
             recvs: VecDeque::new(),
             decided: VecDeque::new(),
             landing_recv: None,
+            flushed: false,
             bytes_direct: 0,
         }
     }
@@ -109,6 +112,7 @@ impl RxState {
     /// Every receive the QP holds, in posting order, taken out (for a flush): those
     /// of completed and of half-placed requests, then the posted ones.
     pub(crate) fn take_receives(&mut self) -> Vec<RecvWr> {
+        self.flushed = true;
         let mut out: Vec<RecvWr> = self
             .decided
             .iter_mut()
@@ -221,7 +225,9 @@ impl RequestPlacement {
         let mut rx = lock(&self.rx);
         let tables = lock(&self.tables);
         let (verdict, segments, recv, read_from) = decide(&mut rx, &tables, &h, len);
-        let mut decided = Decided {
+        // Held where a flush finds it until the message completes.
+        rx.landing_recv = recv;
+        let decided = Decided {
             msg_id: self.msg_id,
             header: h,
             verdict,
@@ -230,7 +236,6 @@ impl RequestPlacement {
             read_from,
         };
         if matches!(decided.verdict, Verdict::Execute) && len > 0 {
-            rx.landing_recv = recv;
             self.mode = Mode::Direct {
                 decided,
                 segments,
@@ -238,8 +243,26 @@ impl RequestPlacement {
                 placed: 0,
             };
         } else {
-            decided.recv = recv;
             self.mode = Mode::Discard(decided);
+        }
+    }
+
+    /// A new message began before the current one was complete (only a peer that
+    /// breaks its own stream does that): the verdict on the abandoned request is
+    /// undone, so that its receive goes back to the front of the queue and the
+    /// sequence expects it again; bytes it already placed stay (as a NIC's would).
+    fn abandon(&mut self, d: &Decided) {
+        let mut rx = lock(&self.rx);
+        if let Some(r) = rx.landing_recv.take() {
+            rx.recvs.push_front(r);
+        }
+        if rx.flushed {
+            return;
+        }
+        match d.verdict {
+            Verdict::Execute => rx.expected_req -= 1,
+            Verdict::Fatal(_) | Verdict::RecvError { .. } => rx.open = true,
+            _ => {}
         }
     }
 
@@ -380,6 +403,11 @@ fn decide(
 
 impl Placement for RequestPlacement {
     fn begin(&mut self, msg_id: u64, msg_len: u64) -> bool {
+        if let Mode::Direct { decided, .. } | Mode::Discard(decided) =
+            std::mem::replace(&mut self.mode, Mode::Header)
+        {
+            self.abandon(&decided);
+        }
         self.msg_id = msg_id;
         self.msg_len = msg_len;
         self.head.clear();
@@ -424,12 +452,121 @@ impl Placement for RequestPlacement {
                 rx.bytes_direct += placed;
                 Some(decided)
             }
-            Mode::Discard(decided) => Some(decided),
+            Mode::Discard(mut decided) => {
+                decided.recv = lock(&self.rx).landing_recv.take();
+                Some(decided)
+            }
             Mode::Header | Mode::Whole => None,
         };
         if let Some(d) = decided {
             lock(&self.rx).decided.push_back(d);
         }
         std::mem::replace(&mut self.head, Vec::with_capacity(HEADER_LEN))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::AccessFlags;
+
+    fn setup() -> (RequestPlacement, Arc<Mutex<RxState>>, Arc<MrShared>) {
+        let mut mr = MrShared::new(4096, 1, AccessFlags::ALL).unwrap();
+        (mr.lkey, mr.rkey) = (11, 22);
+        let mr = Arc::new(mr);
+        let mut tables = KeyTables::default();
+        tables.lkeys.insert(11, mr.clone());
+        tables.rkeys.insert(22, mr.clone());
+        let rx = Arc::new(Mutex::new(RxState::new(1)));
+        for wr_id in [1, 2] {
+            let sge = Sge {
+                addr: mr.addr,
+                len: 2000,
+                lkey: 11,
+            };
+            lock(&rx).recvs.push_back(RecvWr {
+                wr_id,
+                sg_list: vec![sge],
+            });
+        }
+        let p = RequestPlacement::new(rx.clone(), Arc::new(Mutex::new(tables)));
+        (p, rx, mr)
+    }
+
+    fn send(req_id: u64, payload: &[u8]) -> Vec<u8> {
+        let mut m = Header::new(MsgOp::Send, req_id).message(payload.len());
+        m.extend_from_slice(payload);
+        m
+    }
+
+    #[test]
+    fn a_send_lands_in_its_receive_and_is_decided_once_complete() {
+        let (mut p, rx, mr) = setup();
+        let m = send(0, &[7; 1000]);
+        assert!(p.begin(5, m.len() as u64));
+        p.place(0, &m[..300]);
+        p.place(300, &m[300..]);
+        assert_eq!(
+            p.finish().len(),
+            HEADER_LEN,
+            "only the header goes to the host"
+        );
+        let rx = lock(&rx);
+        let d = rx.decided.front().unwrap();
+        assert!(matches!(d.verdict, Verdict::Execute));
+        assert_eq!(
+            (d.msg_id, d.len, d.recv.as_ref().map(|r| r.wr_id)),
+            (5, 1000, Some(1))
+        );
+        assert_eq!(
+            (rx.expected_req, rx.recvs.len(), rx.bytes_direct),
+            (1, 1, 1000)
+        );
+        assert_eq!(&mr.lock()[..1000], &[7; 1000][..]);
+    }
+
+    #[test]
+    fn an_abandoned_request_gives_its_receive_back_and_is_expected_again() {
+        let (mut p, rx, _mr) = setup();
+        let m = send(0, &[7; 1000]);
+        assert!(p.begin(5, m.len() as u64));
+        p.place(0, &m[..500]); // the header is in: decided, receive 1 consumed
+        {
+            let rx = lock(&rx);
+            assert_eq!((rx.expected_req, rx.recvs.len()), (1, 1));
+        }
+        // The peer starts another message before finishing this one.
+        assert!(p.begin(6, m.len() as u64));
+        {
+            let rx = lock(&rx);
+            let ids: Vec<u64> = rx.recvs.iter().map(|r| r.wr_id).collect();
+            assert_eq!((rx.expected_req, ids), (0, vec![1, 2]));
+            assert!(rx.landing_recv.is_none() && rx.decided.is_empty());
+        }
+        // The request, sent whole, executes into the same receive.
+        p.place(0, &m);
+        p.finish();
+        let rx = lock(&rx);
+        let d = rx.decided.front().unwrap();
+        assert_eq!((d.msg_id, d.recv.as_ref().map(|r| r.wr_id)), (6, Some(1)));
+    }
+
+    #[test]
+    fn a_flush_while_a_request_lands_keeps_its_receive_out_of_the_queue() {
+        let (mut p, rx, _mr) = setup();
+        let m = send(0, &[7; 1000]);
+        assert!(p.begin(5, m.len() as u64));
+        p.place(0, &m[..500]);
+        let flushed: Vec<u64> = lock(&rx).take_receives().iter().map(|r| r.wr_id).collect();
+        assert_eq!(
+            flushed,
+            [1, 2],
+            "the landing receive first, in posting order"
+        );
+        lock(&rx).open = false;
+        // Abandoned after the flush: nothing is given back, the QP stays closed.
+        assert!(p.begin(6, 40));
+        let rx = lock(&rx);
+        assert!(rx.recvs.is_empty() && !rx.open);
     }
 }

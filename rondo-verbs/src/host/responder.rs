@@ -30,7 +30,14 @@ impl VerbsHost {
             return;
         };
         let h = d.header;
-        match d.verdict {
+        // A QP that failed while the message was arriving executes nothing, as one
+        // in error before it (its receives are already flushed).
+        let verdict = if slot.state == QpState::Error {
+            Verdict::Closed
+        } else {
+            d.verdict
+        };
+        match verdict {
             Verdict::Closed => {
                 // A QP in error executes nothing; tell the requester so it does not hang.
                 slot.stats.requests_refused += 1;
