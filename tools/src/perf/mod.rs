@@ -21,6 +21,7 @@ mod rc;
 mod report;
 mod rondo;
 mod server;
+mod slotted;
 
 use anyhow::ensure;
 use device::DeviceArgs;

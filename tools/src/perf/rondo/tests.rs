@@ -1,7 +1,5 @@
 //! Client and server on two contexts of one in-process fabric.
 
-use super::requester::client_on;
-use super::responder::server_on;
 use super::*;
 use crate::perf::client::SETUP_TIMEOUT;
 use crate::perf::exchange::Transport;
