@@ -22,6 +22,8 @@ mod report;
 mod rondo;
 mod server;
 mod slotted;
+#[cfg(test)]
+mod slotted_checks;
 
 use anyhow::ensure;
 use device::DeviceArgs;

@@ -5,6 +5,7 @@ use crate::perf::client::SETUP_TIMEOUT;
 use crate::perf::exchange::Transport;
 use crate::perf::exchange::{Message, Op, Report};
 use crate::perf::report::Outcome;
+use crate::perf::slotted_checks as checks;
 use rondo_verbs::{FabricConfig, MemFabric};
 use std::net::{TcpListener, TcpStream};
 
@@ -80,29 +81,21 @@ fn run_with(
     (outcome, server.join().unwrap())
 }
 
+/// [`run_with`] without loss, the server expecting the pattern of `seed` when given.
+fn run_seeded(h: Hello, seed: Option<u64>) -> (Outcome, Report) {
+    run_with(h, 0.0, move |h| h.verify_seed = seed.or(h.verify_seed))
+}
+
 #[test]
 fn every_operation_moves_verified_bytes_over_the_mem_fabric() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let (o, r) = run(hello(op, 10_000, 40), 0.0);
-        assert_eq!(o.n_iterations, 40, "{op:?}");
-        assert!(o.verified, "{op:?}: {o:?} {r:?}");
-        assert!(o.bw_average > 0.0);
-        if op != Op::Read {
-            assert_eq!(r.messages, 40);
-            assert_eq!(r.mismatched_bytes, 0);
-        }
+    for o in checks::every_operation_moves_verified_bytes(hello, run_seeded) {
+        assert_eq!((o.transport, o.paths), ("rondo", 4));
     }
 }
 
 #[test]
 fn a_receiver_expecting_other_bytes_does_not_verify() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let (o, r) = run_with(hello(op, 5000, 10), 0.0, |h| h.verify_seed = Some(6));
-        assert!(!o.verified, "{op:?}: {o:?}");
-        if op != Op::Read {
-            assert!(r.mismatched_bytes > 0, "{op:?}: {r:?}");
-        }
-    }
+    checks::a_receiver_expecting_other_bytes_does_not_verify(hello, run_seeded);
 }
 
 #[test]
@@ -114,14 +107,5 @@ fn verification_holds_under_loss_and_retransmits_show() {
 
 #[test]
 fn latency_mode_echoes_every_operation() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let mut h = hello(op, 3000, 20);
-        h.lat = true;
-        h.qps = 1;
-        let (o, _) = run(h, 0.0);
-        let l = o.latency.expect("latency mode fills the percentiles");
-        assert!(o.verified, "{op:?}: {o:?}");
-        assert_eq!(o.n_iterations, 20);
-        assert!(l.p50_us > 0.0 && l.p50_us <= l.max_us, "{op:?}: {l:?}");
-    }
+    checks::latency_mode_echoes_every_operation(hello, run_seeded);
 }

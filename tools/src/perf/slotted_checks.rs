@@ -1,0 +1,61 @@
+//! Runs every transport over `perf::slotted` must pass, each on the transport's own
+//! test pair: `hello(op, size, n)` is a verified bandwidth run of `n` messages of
+//! `size` bytes, `run(h, server_seed)` runs it with the server's copy of the hello
+//! expecting the pattern of `server_seed` (the client's seed: nothing changed).
+
+use super::exchange::{Hello, Op, Report};
+use super::report::Outcome;
+
+/// Every operation moves its messages, verified; the outcomes, for the transport's
+/// own checks.
+pub(super) fn every_operation_moves_verified_bytes(
+    hello: impl Fn(Op, u64, u64) -> Hello,
+    run: impl Fn(Hello, Option<u64>) -> (Outcome, Report),
+) -> Vec<Outcome> {
+    [Op::Write, Op::Send, Op::Read]
+        .into_iter()
+        .map(|op| {
+            let (o, r) = run(hello(op, 10_000, 40), None);
+            assert_eq!(o.n_iterations, 40, "{op:?}");
+            assert!(o.verified, "{op:?}: {o:?} {r:?}");
+            assert!(o.bw_average > 0.0);
+            if op != Op::Read {
+                assert_eq!((r.messages, r.mismatched_bytes), (40, 0), "{op:?}");
+            }
+            o
+        })
+        .collect()
+}
+
+/// A server expecting the pattern of another seed does not verify the run.
+pub(super) fn a_receiver_expecting_other_bytes_does_not_verify(
+    hello: impl Fn(Op, u64, u64) -> Hello,
+    run: impl Fn(Hello, Option<u64>) -> (Outcome, Report),
+) {
+    for op in [Op::Write, Op::Send, Op::Read] {
+        let h = hello(op, 5000, 10);
+        let other = h.verify_seed.map_or(1, |s| s + 1);
+        let (o, r) = run(h, Some(other));
+        assert!(!o.verified, "{op:?}: {o:?}");
+        if op != Op::Read {
+            assert!(r.mismatched_bytes > 0, "{op:?}: {r:?}");
+        }
+    }
+}
+
+/// Latency mode ping-pongs every operation, verified, and times each ping.
+pub(super) fn latency_mode_echoes_every_operation(
+    hello: impl Fn(Op, u64, u64) -> Hello,
+    run: impl Fn(Hello, Option<u64>) -> (Outcome, Report),
+) {
+    for op in [Op::Write, Op::Send, Op::Read] {
+        let mut h = hello(op, 3000, 20);
+        h.lat = true;
+        h.qps = 1;
+        let (o, _) = run(h, None);
+        let l = o.latency.expect("latency mode fills the percentiles");
+        assert!(o.verified, "{op:?}: {o:?}");
+        assert_eq!(o.n_iterations, 20);
+        assert!(l.p50_us > 0.0 && l.p50_us <= l.max_us, "{op:?}: {l:?}");
+    }
+}
