@@ -66,72 +66,6 @@ impl<N: RcNic> Side<N> {
         })
     }
 
-    pub(super) fn endpoints(&self) -> Vec<Vec<u8>> {
-        (0..self.nqp)
-            .map(|q| {
-                let qpn = self.dev.qpn(q);
-                RcEndpoint {
-                    qpn,
-                    psn: initial_psn(qpn),
-                    lid: self.port.lid,
-                    mtu: self.params.mtu,
-                    gid: self.port.gid,
-                }
-                .to_bytes()
-            })
-            .collect()
-    }
-
-    pub(super) fn regions(&self) -> Vec<Region> {
-        (0..self.nqp)
-            .map(|q| Region {
-                addr: self.dev.addr(q),
-                rkey: self.dev.rkey(q),
-                len: self.dev.len(q) as u64,
-            })
-            .collect()
-    }
-
-    /// Brings every QP to RTS towards the peer's QP of the same index.
-    pub(super) fn connect(&mut self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
-        ensure!(
-            endpoints.len() == self.nqp,
-            "the peer has {} queue pairs, this side {}",
-            endpoints.len(),
-            self.nqp
-        );
-        for (q, bytes) in endpoints.iter().enumerate() {
-            let remote = RcEndpoint::from_bytes(bytes)?;
-            let psn = initial_psn(self.dev.qpn(q));
-            for attrs in bring_up(&self.params, psn, &remote) {
-                self.dev
-                    .modify(q, &attrs)
-                    .with_context(|| format!("bring RC QP {q} to {:?}", attrs.state))?;
-            }
-        }
-        Ok(())
-    }
-
-    pub(super) fn fill(&mut self, q: usize, slot: usize, i: u64) {
-        if let Some(p) = self.pattern {
-            self.dev
-                .write(q, slot * self.size, self.size, &mut |s| p.fill(i, 0, s));
-        }
-    }
-
-    /// 0 when slot `slot` of QP `q` holds message `i`'s pattern, else the bytes from
-    /// the first wrong one to the end of the message.
-    pub(super) fn check(&self, q: usize, slot: usize, i: u64) -> u64 {
-        let Some(p) = self.pattern else { return 0 };
-        let mut bad = 0;
-        self.dev.read(q, slot * self.size, self.size, &mut |s| {
-            if let Err(m) = p.check(i, 0, s) {
-                bad = s.len() as u64 - m.offset;
-            }
-        });
-        bad
-    }
-
     /// A post of one message-sized slot.
     pub(super) fn post(
         &mut self,
@@ -166,40 +100,6 @@ impl<N: RcNic> Side<N> {
             signaled: true,
         };
         Ok(self.dev.post_send(q, &p)?)
-    }
-
-    /// A receive of slot `slot` (or of no bytes: immediates and credits).
-    pub(super) fn recv(&mut self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
-        let len = if with_buffer { self.size } else { 0 };
-        Ok(self
-            .dev
-            .post_recv(q, slot as u64, q, slot * self.size, len)?)
-    }
-
-    pub(super) fn qp_index(&self, wc: &Completion) -> anyhow::Result<usize> {
-        (0..self.nqp)
-            .find(|&q| self.dev.qpn(q) == wc.qp_num)
-            .with_context(|| format!("a completion for unknown QP {:#x}", wc.qp_num))
-    }
-
-    /// Polls the CQ; a failed work request ends the run.
-    pub(super) fn poll<'w>(
-        &mut self,
-        wcs: &'w mut [Completion],
-    ) -> anyhow::Result<&'w [Completion]> {
-        let n = self.dev.poll(wcs)?;
-        for wc in &wcs[..n] {
-            if wc.status != 0 {
-                bail!(
-                    "RC work request {} on QP {:#x} completed with {} ({})",
-                    wc.wr_id,
-                    wc.qp_num,
-                    self.dev.status_name(wc.status),
-                    wc.status
-                );
-            }
-        }
-        Ok(&wcs[..n])
     }
 }
 
@@ -236,27 +136,77 @@ impl<N: RcNic> SlottedSide for Side<N> {
     }
 
     fn endpoints(&self) -> Vec<Vec<u8>> {
-        Side::endpoints(self)
+        (0..self.nqp)
+            .map(|q| {
+                let qpn = self.dev.qpn(q);
+                RcEndpoint {
+                    qpn,
+                    psn: initial_psn(qpn),
+                    lid: self.port.lid,
+                    mtu: self.params.mtu,
+                    gid: self.port.gid,
+                }
+                .to_bytes()
+            })
+            .collect()
     }
 
     fn regions(&self) -> Vec<Region> {
-        Side::regions(self)
+        (0..self.nqp)
+            .map(|q| Region {
+                addr: self.dev.addr(q),
+                rkey: self.dev.rkey(q),
+                len: self.dev.len(q) as u64,
+            })
+            .collect()
     }
 
+    /// Brings every QP to RTS towards the peer's QP of the same index.
     fn connect(&mut self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
-        Side::connect(self, endpoints)
+        ensure!(
+            endpoints.len() == self.nqp,
+            "the peer has {} queue pairs, this side {}",
+            endpoints.len(),
+            self.nqp
+        );
+        for (q, bytes) in endpoints.iter().enumerate() {
+            let remote = RcEndpoint::from_bytes(bytes)?;
+            let psn = initial_psn(self.dev.qpn(q));
+            for attrs in bring_up(&self.params, psn, &remote) {
+                self.dev
+                    .modify(q, &attrs)
+                    .with_context(|| format!("bring RC QP {q} to {:?}", attrs.state))?;
+            }
+        }
+        Ok(())
     }
 
     fn fill(&mut self, q: usize, slot: usize, i: u64) {
-        Side::fill(self, q, slot, i)
+        if let Some(p) = self.pattern {
+            self.dev
+                .write(q, slot * self.size, self.size, &mut |s| p.fill(i, 0, s));
+        }
     }
 
+    /// 0 when slot `slot` of QP `q` holds message `i`'s pattern, else the bytes from
+    /// the first wrong one to the end of the message.
     fn check(&self, q: usize, slot: usize, i: u64) -> u64 {
-        Side::check(self, q, slot, i)
+        let Some(p) = self.pattern else { return 0 };
+        let mut bad = 0;
+        self.dev.read(q, slot * self.size, self.size, &mut |s| {
+            if let Err(m) = p.check(i, 0, s) {
+                bad = s.len() as u64 - m.offset;
+            }
+        });
+        bad
     }
 
+    /// A receive of slot `slot` (or of no bytes: immediates and credits).
     fn post_recv(&mut self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
-        self.recv(q, slot, with_buffer)
+        let len = if with_buffer { self.size } else { 0 };
+        Ok(self
+            .dev
+            .post_recv(q, slot as u64, q, slot * self.size, len)?)
     }
 
     fn post_op(
@@ -278,12 +228,27 @@ impl<N: RcNic> SlottedSide for Side<N> {
             .context("post an RC work request")
     }
 
+    /// Polls the CQ; a failed work request ends the run.
     fn poll<'w>(&mut self, wcs: &'w mut [Completion]) -> anyhow::Result<&'w [Completion]> {
-        Side::poll(self, wcs)
+        let n = self.dev.poll(wcs)?;
+        for wc in &wcs[..n] {
+            if wc.status != 0 {
+                bail!(
+                    "RC work request {} on QP {:#x} completed with {} ({})",
+                    wc.wr_id,
+                    wc.qp_num,
+                    self.dev.status_name(wc.status),
+                    wc.status
+                );
+            }
+        }
+        Ok(&wcs[..n])
     }
 
     fn qp_index(&self, wc: &Completion) -> anyhow::Result<usize> {
-        Side::qp_index(self, wc)
+        (0..self.nqp)
+            .find(|&q| self.dev.qpn(q) == wc.qp_num)
+            .with_context(|| format!("a completion for unknown QP {:#x}", wc.qp_num))
     }
 
     fn wr_id(wc: &Completion) -> u64 {
@@ -323,7 +288,7 @@ impl<N: RcNic> SlottedSide for Side<N> {
         if credits(h) {
             for q in 0..self.nqp {
                 for slot in 0..self.slots {
-                    self.recv(q, slot, false)?;
+                    self.post_recv(q, slot, false)?;
                 }
             }
         }

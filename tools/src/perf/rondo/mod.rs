@@ -112,110 +112,8 @@ impl Side {
         })
     }
 
-    fn endpoints(&self) -> Vec<Vec<u8>> {
-        self.qps.iter().map(|q| q.endpoint().to_bytes()).collect()
-    }
-
-    fn regions(&self) -> Vec<Region> {
-        self.mrs
-            .iter()
-            .map(|m| Region {
-                addr: m.addr(),
-                rkey: m.rkey(),
-                len: m.len() as u64,
-            })
-            .collect()
-    }
-
-    fn connect(&self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
-        ensure!(
-            endpoints.len() == self.qps.len(),
-            "the peer has {} queue pairs, this side {}",
-            endpoints.len(),
-            self.qps.len()
-        );
-        for (qp, bytes) in self.qps.iter().zip(endpoints) {
-            let remote = QpEndpoint::from_bytes(bytes)?;
-            qp.connect(&remote).context("connect a queue pair")?;
-        }
-        Ok(())
-    }
-
-    fn qp_index(&self, wc: &WorkCompletion) -> anyhow::Result<usize> {
-        self.qps
-            .iter()
-            .position(|q| q.qp_num() == wc.qp_num)
-            .with_context(|| format!("a completion for unknown QP {:#x}", wc.qp_num))
-    }
-
     fn sge(&self, q: usize, slot: usize) -> Sge {
         Sge::new(&self.mrs[q], slot * self.size, self.size as u32)
-    }
-
-    /// Fills `slot` of queue pair `q` with the pattern of message `i` (with `--verify`).
-    fn fill(&self, q: usize, slot: usize, i: u64) {
-        if let Some(p) = self.pattern {
-            let at = slot * self.size;
-            self.mrs[q].with_slice(|s| p.fill(i, 0, &mut s[at..at + self.size]));
-        }
-    }
-
-    /// 0 when `slot` of queue pair `q` holds message `i`'s pattern, else the bytes from
-    /// the first wrong one to the end of the message.
-    fn check(&self, q: usize, slot: usize, i: u64) -> u64 {
-        let Some(p) = self.pattern else { return 0 };
-        let at = slot * self.size;
-        self.mrs[q].with_slice(|s| match p.check(i, 0, &s[at..at + self.size]) {
-            Ok(()) => 0,
-            Err(m) => self.size as u64 - m.offset,
-        })
-    }
-
-    fn post_recv(&self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
-        let sg_list = if with_buffer {
-            vec![self.sge(q, slot)]
-        } else {
-            Vec::new()
-        };
-        self.qps[q]
-            .post_recv(&RecvWr {
-                wr_id: slot as u64,
-                sg_list,
-            })
-            .context("post a receive")
-    }
-
-    /// Polls the CQ (waiting a little when it is empty and the run allows it); a
-    /// failed work request ends the run.
-    fn poll<'w>(&self, wcs: &'w mut [WorkCompletion]) -> anyhow::Result<&'w [WorkCompletion]> {
-        let n = match self.wait {
-            Some(w) => self.cq.wait(wcs, w)?,
-            None => self.cq.poll(wcs)?,
-        };
-        for wc in &wcs[..n] {
-            if wc.status != WcStatus::Success {
-                bail!(
-                    "work request {} on QP {:#x} ({:?}) completed with {:?}",
-                    wc.wr_id,
-                    wc.qp_num,
-                    wc.opcode,
-                    wc.status
-                );
-            }
-        }
-        Ok(&wcs[..n])
-    }
-
-    /// Counters summed (maximum for OOD) over this side's queue pairs.
-    fn transport_stats(&self) -> Counters {
-        self.qps
-            .iter()
-            .map(|q| q.stats())
-            .fold(Counters::default(), |c, s| Counters {
-                retx_packets: c.retx_packets + s.retx_packets,
-                ood_max: c.ood_max.max(s.ood_max),
-                data_packets_received: c.data_packets_received + s.data_packets_received,
-            })
     }
 }
 
@@ -236,27 +134,65 @@ impl SlottedSide for Side {
     }
 
     fn endpoints(&self) -> Vec<Vec<u8>> {
-        Side::endpoints(self)
+        self.qps.iter().map(|q| q.endpoint().to_bytes()).collect()
     }
 
     fn regions(&self) -> Vec<Region> {
-        Side::regions(self)
+        self.mrs
+            .iter()
+            .map(|m| Region {
+                addr: m.addr(),
+                rkey: m.rkey(),
+                len: m.len() as u64,
+            })
+            .collect()
     }
 
     fn connect(&mut self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
-        Side::connect(self, endpoints)
+        ensure!(
+            endpoints.len() == self.qps.len(),
+            "the peer has {} queue pairs, this side {}",
+            endpoints.len(),
+            self.qps.len()
+        );
+        for (qp, bytes) in self.qps.iter().zip(endpoints) {
+            let remote = QpEndpoint::from_bytes(bytes)?;
+            qp.connect(&remote).context("connect a queue pair")?;
+        }
+        Ok(())
     }
 
+    /// Fills `slot` of queue pair `q` with the pattern of message `i` (with `--verify`).
     fn fill(&mut self, q: usize, slot: usize, i: u64) {
-        Side::fill(self, q, slot, i)
+        if let Some(p) = self.pattern {
+            let at = slot * self.size;
+            self.mrs[q].with_slice(|s| p.fill(i, 0, &mut s[at..at + self.size]));
+        }
     }
 
+    /// 0 when `slot` of queue pair `q` holds message `i`'s pattern, else the bytes from
+    /// the first wrong one to the end of the message.
     fn check(&self, q: usize, slot: usize, i: u64) -> u64 {
-        Side::check(self, q, slot, i)
+        let Some(p) = self.pattern else { return 0 };
+        let at = slot * self.size;
+        self.mrs[q].with_slice(|s| match p.check(i, 0, &s[at..at + self.size]) {
+            Ok(()) => 0,
+            Err(m) => self.size as u64 - m.offset,
+        })
     }
 
     fn post_recv(&mut self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
-        Side::post_recv(self, q, slot, with_buffer)
+        let sg_list = if with_buffer {
+            vec![self.sge(q, slot)]
+        } else {
+            Vec::new()
+        };
+        self.qps[q]
+            .post_recv(&RecvWr {
+                wr_id: slot as u64,
+                sg_list,
+            })
+            .context("post a receive")
     }
 
     fn post_op(
@@ -282,12 +218,32 @@ impl SlottedSide for Side {
         self.qps[q].post_send(&wr).context("post a work request")
     }
 
+    /// Polls the CQ (waiting a little when it is empty and the run allows it); a
+    /// failed work request ends the run.
     fn poll<'w>(&mut self, wcs: &'w mut [WorkCompletion]) -> anyhow::Result<&'w [WorkCompletion]> {
-        Side::poll(self, wcs)
+        let n = match self.wait {
+            Some(w) => self.cq.wait(wcs, w)?,
+            None => self.cq.poll(wcs)?,
+        };
+        for wc in &wcs[..n] {
+            if wc.status != WcStatus::Success {
+                bail!(
+                    "work request {} on QP {:#x} ({:?}) completed with {:?}",
+                    wc.wr_id,
+                    wc.qp_num,
+                    wc.opcode,
+                    wc.status
+                );
+            }
+        }
+        Ok(&wcs[..n])
     }
 
     fn qp_index(&self, wc: &WorkCompletion) -> anyhow::Result<usize> {
-        Side::qp_index(self, wc)
+        self.qps
+            .iter()
+            .position(|q| q.qp_num() == wc.qp_num)
+            .with_context(|| format!("a completion for unknown QP {:#x}", wc.qp_num))
     }
 
     fn wr_id(wc: &WorkCompletion) -> u64 {
@@ -321,8 +277,16 @@ impl SlottedSide for Side {
         Ok(())
     }
 
+    /// Counters summed (maximum for OOD) over this side's queue pairs.
     fn counters(&self) -> Counters {
-        self.transport_stats()
+        self.qps
+            .iter()
+            .map(|q| q.stats())
+            .fold(Counters::default(), |c, s| Counters {
+                retx_packets: c.retx_packets + s.retx_packets,
+                ood_max: c.ood_max.max(s.ood_max),
+                data_packets_received: c.data_packets_received + s.data_packets_received,
+            })
     }
 
     fn paths(h: &Hello) -> u32 {
