@@ -3,8 +3,36 @@
 //! `size` bytes, `run(h, server_seed)` runs it with the server's copy of the hello
 //! expecting the pattern of `server_seed` (the client's seed: nothing changed).
 
-use super::exchange::{Hello, Op, Report};
+use super::exchange::{Backend, Hello, Op, Report, Transport};
 use super::report::Outcome;
+
+/// A verified bandwidth run of `n` messages of `size` bytes: Rondo on UDP, 4
+/// paths, 2 queue pairs of 8 slots.
+pub(super) fn hello(op: Op, size: u64, n: u64) -> Hello {
+    Hello {
+        op,
+        size,
+        iterations: Some(n),
+        duration_s: None,
+        paths: 4,
+        qps: 2,
+        transport: Transport::Rondo,
+        backend: Backend::Udp,
+        mtu: 4096,
+        tx_depth: 8,
+        verify_seed: Some(5),
+        lat: false,
+        busy_poll: false,
+        progress_thread: false,
+        line_gbps: 0.0,
+        reorder_buffer: 0,
+        loss: 0.0,
+        reorder: 0.0,
+        endpoints: Vec::new(),
+        regions: Vec::new(),
+        udp_paths: Vec::new(),
+    }
+}
 
 /// Every operation moves its messages, verified; the outcomes, for the transport's
 /// own checks.

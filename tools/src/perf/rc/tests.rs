@@ -305,29 +305,15 @@ fn port() -> PortInfo {
     }
 }
 
+/// A verified bandwidth run of RC: 2 queue pairs of 4 slots.
 fn hello(op: Op, size: u64, n: u64) -> Hello {
     Hello {
-        op,
-        size,
-        iterations: Some(n),
-        duration_s: None,
         paths: 1,
-        qps: 2,
         transport: Transport::Rc,
         backend: Backend::Verbs,
-        mtu: 4096,
         tx_depth: 4,
         verify_seed: Some(11),
-        lat: false,
-        busy_poll: false,
-        progress_thread: false,
-        line_gbps: 0.0,
-        reorder_buffer: 0,
-        loss: 0.0,
-        reorder: 0.0,
-        endpoints: Vec::new(),
-        regions: Vec::new(),
-        udp_paths: Vec::new(),
+        ..checks::hello(op, size, n)
     }
 }
 

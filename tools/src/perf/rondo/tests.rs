@@ -2,38 +2,11 @@
 
 use super::*;
 use crate::perf::client::SETUP_TIMEOUT;
-use crate::perf::exchange::Transport;
 use crate::perf::exchange::{Message, Op, Report};
 use crate::perf::report::Outcome;
-use crate::perf::slotted_checks as checks;
+use crate::perf::slotted_checks::{self as checks, hello};
 use rondo_verbs::{FabricConfig, MemFabric};
 use std::net::{TcpListener, TcpStream};
-
-fn hello(op: Op, size: u64, n: u64) -> Hello {
-    Hello {
-        op,
-        size,
-        iterations: Some(n),
-        duration_s: None,
-        paths: 4,
-        qps: 2,
-        transport: Transport::Rondo,
-        backend: crate::perf::exchange::Backend::Udp,
-        mtu: 4096,
-        tx_depth: 8,
-        verify_seed: Some(5),
-        lat: false,
-        busy_poll: false,
-        progress_thread: false,
-        line_gbps: 0.0,
-        reorder_buffer: 0,
-        loss: 0.0,
-        reorder: 0.0,
-        endpoints: Vec::new(),
-        regions: Vec::new(),
-        udp_paths: Vec::new(),
-    }
-}
 
 /// Runs client and server on two contexts of one in-process fabric, with the
 /// control exchange over loopback TCP.
