@@ -209,7 +209,7 @@ fn main() {
     )];
     let skip = no_device_reason();
     let (mut passed, mut failed, mut ignored) = (0, 0, 0);
-    for (name, test) in &tests {
+    let mut run = |name: &str, test: &Test| {
         if std::panic::catch_unwind(test).is_ok() {
             println!("test {name} ... ok");
             passed += 1;
@@ -217,6 +217,9 @@ fn main() {
             println!("test {name} ... FAILED");
             failed += 1;
         }
+    };
+    for (name, test) in &tests {
+        run(name, test);
     }
     match &skip {
         Some(why) => {
@@ -228,13 +231,7 @@ fn main() {
         }
         None => {
             for (name, test) in &device_tests {
-                if std::panic::catch_unwind(test).is_ok() {
-                    println!("test {name} ... ok");
-                    passed += 1;
-                } else {
-                    println!("test {name} ... FAILED");
-                    failed += 1;
-                }
+                run(name, test);
             }
         }
     }
