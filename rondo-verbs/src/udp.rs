@@ -143,7 +143,6 @@ impl UdpHost {
     /// `host` behind fault injection: arriving datagrams dropped with probability
     /// `loss`, held back behind the next one with probability `reorder` (both in
     /// [0, 1]), from a generator seeded with `seed`. The `verbs` backend uses it too.
-    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
     pub(crate) fn new(host: VerbsHost, loss: f64, reorder: f64, seed: u64) -> UdpHost {
         UdpHost {
             host,
@@ -153,6 +152,15 @@ impl UdpHost {
             held: None,
             dropped: 0,
             reordered: 0,
+        }
+    }
+
+    /// The host's counters and those of the fault injection.
+    pub(crate) fn context_stats(&self) -> ContextStats {
+        ContextStats {
+            fault_dropped: self.dropped,
+            fault_reordered: self.reordered,
+            ..self.host.context_stats()
         }
     }
 }
@@ -269,15 +277,12 @@ impl UdpBackend {
             .map_err(|e| VerbsError::Io(format!("binding the path sockets: {e}")))?;
         let addrs = dp.local_addrs().to_vec();
         let clock = Clock::new();
-        let host = UdpHost {
-            host: VerbsHost::new(endpoint, Keys::from_os()?, attr.line_rate_bps),
-            loss: attr.loss,
-            reorder: attr.reorder,
-            rng: Rng::new(attr.fault_seed),
-            held: None,
-            dropped: 0,
-            reordered: 0,
-        };
+        let host = UdpHost::new(
+            VerbsHost::new(endpoint, Keys::from_os()?, attr.line_rate_bps),
+            attr.loss,
+            attr.reorder,
+            attr.fault_seed,
+        );
         let waker =
             Waker::new().map_err(|e| VerbsError::Io(format!("creating the eventfd: {e}")))?;
         let waiter = dp.waiter(waker.clone());
@@ -380,12 +385,7 @@ impl UdpBackend {
     }
 
     pub(crate) fn stats(&self) -> ContextStats {
-        let s = self.lock();
-        ContextStats {
-            fault_dropped: s.host.dropped,
-            fault_reordered: s.host.reordered,
-            ..s.host.host.context_stats()
-        }
+        self.lock().host.context_stats()
     }
 }
 

@@ -372,12 +372,7 @@ impl VerbsBackend {
     }
 
     pub(crate) fn stats(&self) -> ContextStats {
-        let s = self.lock();
-        ContextStats {
-            fault_dropped: s.host.dropped,
-            fault_reordered: s.host.reordered,
-            ..s.host.host.context_stats()
-        }
+        self.lock().host.context_stats()
     }
 
     pub(crate) fn verbs_stats(&self) -> VerbsContextStats {
