@@ -104,7 +104,7 @@ impl<N: RcNic> Side<N> {
 }
 
 /// Verified bandwidth WRITEs: the server returns a credit per checked slot.
-pub(super) fn credits(h: &Hello) -> bool {
+fn credits(h: &Hello) -> bool {
     h.op == Op::Write && h.verify_seed.is_some() && !h.lat
 }
 
