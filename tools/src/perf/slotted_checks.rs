@@ -3,8 +3,10 @@
 //! `size` bytes, `run(h, server_seed)` runs it with the server's copy of the hello
 //! expecting the pattern of `server_seed` (the client's seed: nothing changed).
 
-use super::exchange::{Backend, Hello, Op, Report, Transport};
+use super::client::SETUP_TIMEOUT;
+use super::exchange::{Backend, Control, Hello, Message, Op, Report, Transport};
 use super::report::Outcome;
+use std::net::{TcpListener, TcpStream};
 
 /// A verified bandwidth run of `n` messages of `size` bytes: Rondo on UDP, 4
 /// paths, 2 queue pairs of 8 slots.
@@ -32,6 +34,31 @@ pub(super) fn hello(op: Op, size: u64, n: u64) -> Hello {
         regions: Vec::new(),
         udp_paths: Vec::new(),
     }
+}
+
+/// Runs `client` with hello `h` and, on another thread, `server` with the hello it
+/// receives (changed by `tamper`), over a control connection on loopback TCP.
+pub(super) fn over_loopback(
+    h: Hello,
+    tamper: impl FnOnce(&mut Hello) + Send + 'static,
+    server: impl FnOnce(&mut Control, &Hello) -> Report + Send + 'static,
+    client: impl FnOnce(&mut Control, Hello) -> Outcome,
+) -> (Outcome, Report) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut ctrl = Control::new(stream).unwrap();
+        let mut h = match ctrl.recv(SETUP_TIMEOUT).unwrap() {
+            Message::Hello(h) => h,
+            m => panic!("got {m:?}"),
+        };
+        tamper(&mut h);
+        server(&mut ctrl, &h)
+    });
+    let mut ctrl = Control::new(TcpStream::connect(addr).unwrap()).unwrap();
+    let outcome = client(&mut ctrl, h);
+    (outcome, server.join().unwrap())
 }
 
 /// Every operation moves its messages, verified; the outcomes, for the transport's

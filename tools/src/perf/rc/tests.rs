@@ -321,28 +321,22 @@ fn hello(op: Op, size: u64, n: u64) -> Hello {
 /// server's copy of the hello changed by `tamper`.
 fn run_with(h: Hello, tamper: impl FnOnce(&mut Hello) + Send + 'static) -> (Outcome, Report) {
     let wire = Arc::new(Mutex::new(Wire::default()));
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let server_wire = wire.clone();
-    let server = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut ctrl = Control::new(stream).unwrap();
-        let mut h = match ctrl.recv(SETUP_TIMEOUT).unwrap() {
-            Message::Hello(h) => h,
-            m => panic!("got {m:?}"),
-        };
-        tamper(&mut h);
-        let nic = FakeNic {
-            wire: server_wire,
-            me: 1,
-        };
-        server_on(Side::new(nic, port(), 1, 3, &h), &mut ctrl, &h).unwrap()
-    });
-    let nic = FakeNic { wire, me: 0 };
-    let side = Side::new(nic, port(), 1, 3, &h).unwrap();
-    let mut ctrl = Control::new(TcpStream::connect(addr).unwrap()).unwrap();
-    let outcome = client_on(side, &mut ctrl, h, &mut Progress::new(false)).unwrap();
-    (outcome, server.join().unwrap())
+    checks::over_loopback(
+        h,
+        tamper,
+        move |ctrl, h| {
+            let nic = FakeNic {
+                wire: server_wire,
+                me: 1,
+            };
+            server_on(Side::new(nic, port(), 1, 3, h), ctrl, h).unwrap()
+        },
+        |ctrl, h| {
+            let side = Side::new(FakeNic { wire, me: 0 }, port(), 1, 3, &h).unwrap();
+            client_on(side, ctrl, h, &mut Progress::new(false)).unwrap()
+        },
+    )
 }
 
 /// [`run_with`], the server expecting the pattern of `seed` when given.

@@ -1,12 +1,10 @@
 //! Client and server on two contexts of one in-process fabric.
 
 use super::*;
-use crate::perf::client::SETUP_TIMEOUT;
-use crate::perf::exchange::{Message, Op, Report};
+use crate::perf::exchange::{Op, Report};
 use crate::perf::report::Outcome;
 use crate::perf::slotted_checks::{self as checks, hello};
 use rondo_verbs::{FabricConfig, MemFabric};
-use std::net::{TcpListener, TcpStream};
 
 /// Runs client and server on two contexts of one in-process fabric, with the
 /// control exchange over loopback TCP.
@@ -21,8 +19,6 @@ fn run_with(
     tamper: impl FnOnce(&mut Hello) + Send + 'static,
 ) -> (Outcome, Report) {
     let fabric = MemFabric::new(3, FabricConfig::uniform(4, 25.0, 5.0).with_loss(loss)).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let server_ctx = Context::open_mem(
         &fabric,
         ContextAttr {
@@ -31,16 +27,6 @@ fn run_with(
         },
     )
     .unwrap();
-    let server = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut ctrl = Control::new(stream).unwrap();
-        let mut h = match ctrl.recv(SETUP_TIMEOUT).unwrap() {
-            Message::Hello(h) => h,
-            m => panic!("got {m:?}"),
-        };
-        tamper(&mut h);
-        server_on(&server_ctx, &mut ctrl, &h).unwrap()
-    });
     let client_ctx = Context::open_mem(
         &fabric,
         ContextAttr {
@@ -49,9 +35,12 @@ fn run_with(
         },
     )
     .unwrap();
-    let mut ctrl = Control::new(TcpStream::connect(addr).unwrap()).unwrap();
-    let outcome = client_on(&client_ctx, &mut ctrl, h, &mut Progress::new(false)).unwrap();
-    (outcome, server.join().unwrap())
+    checks::over_loopback(
+        h,
+        tamper,
+        move |ctrl, h| server_on(&server_ctx, ctrl, h).unwrap(),
+        |ctrl, h| client_on(&client_ctx, ctrl, h, &mut Progress::new(false)).unwrap(),
+    )
 }
 
 /// [`run_with`] without loss, the server expecting the pattern of `seed` when given.
