@@ -81,6 +81,8 @@ mod fabric;
 pub mod header;
 mod host;
 mod mr;
+#[cfg(target_os = "linux")]
+mod progress;
 mod qp;
 mod types;
 #[cfg(target_os = "linux")]

@@ -14,22 +14,18 @@
 
 use crate::cq::CqShared;
 use crate::host::{Keys, VerbsHost};
+use crate::progress::{progress_loop, Policy, Rounds, Shared, Sleep, IDLE_ROUNDS};
 use crate::types::ContextStats;
 use crate::VerbsError;
 use rondo_ud::mem::rng::Rng;
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath, Waiter, Waker};
 use rondo_ud::{Endpoint, Host, Instant, PayloadRef, Transmit};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 /// How long a reordered datagram is held at most before it is delivered anyway.
 const HOLD: rondo_ud::Duration = rondo_ud::Duration::from_us(50);
-/// Rounds that moved nothing before the progress thread sleeps: a few, to catch
-/// the answer to what it just sent without a wake-up, not more (on a busy host a
-/// spinning thread takes the core from the peer and the application).
-pub const IDLE_ROUNDS: u32 = 4;
 /// Engine timers closer than this are waited for by running rounds, not by sleeping
 /// (the kernel's timer slack makes short sleeps long).
 const SHORT_WAIT: std::time::Duration = std::time::Duration::from_micros(20);
@@ -147,7 +143,6 @@ impl UdpHost {
     /// `host` behind fault injection: arriving datagrams dropped with probability
     /// `loss`, held back behind the next one with probability `reorder` (both in
     /// [0, 1]), from a generator seeded with `seed`. The `verbs` backend uses it too.
-    #[cfg_attr(not(feature = "verbs"), allow(dead_code))]
     pub(crate) fn new(host: VerbsHost, loss: f64, reorder: f64, seed: u64) -> UdpHost {
         UdpHost {
             host,
@@ -157,6 +152,15 @@ impl UdpHost {
             held: None,
             dropped: 0,
             reordered: 0,
+        }
+    }
+
+    /// The host's counters and those of the fault injection.
+    pub(crate) fn context_stats(&self) -> ContextStats {
+        ContextStats {
+            fault_dropped: self.dropped,
+            fault_reordered: self.reordered,
+            ..self.host.context_stats()
         }
     }
 }
@@ -213,8 +217,7 @@ pub(crate) struct UdpState {
     pub clock: Clock,
 }
 
-impl UdpState {
-    /// One non-blocking round: timers, receive, send. Returns whether anything moved.
+impl Rounds for UdpState {
     fn round(&mut self) -> bool {
         match self
             .dp
@@ -224,32 +227,35 @@ impl UdpState {
             Err(_) => false,
         }
     }
-}
 
-struct Shared {
-    state: Mutex<UdpState>,
-    stop: AtomicBool,
-    /// Wakes the progress thread from its sleep (posts, shutdown).
-    waker: Arc<Waker>,
-    /// Threads waiting for the state lock (the progress thread lets them in).
-    waiting: AtomicUsize,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, UdpState> {
-        if let Ok(g) = self.state.try_lock() {
-            return g;
-        }
-        self.waiting.fetch_add(1, Ordering::AcqRel);
-        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        g
+    fn until_timer(&self) -> Option<std::time::Duration> {
+        self.host.poll_timeout().map(|t| self.clock.until(t))
     }
 }
 
+/// The progress thread sleeps in `ppoll` until a path socket is readable or a post
+/// writes the eventfd (only while the thread sleeps: it is armed first).
+impl Sleep for Waiter {
+    fn arm(&mut self) {
+        Waiter::arm(self);
+    }
+
+    fn sleep(&mut self, d: std::time::Duration) -> bool {
+        self.wait(d).is_ok_and(|ready| ready)
+    }
+}
+
+/// When the progress thread sleeps.
+const POLICY: Policy = Policy {
+    short_wait: SHORT_WAIT,
+    max_sleep: MAX_SLEEP,
+};
+
 /// A UDP context's datapath, state and progress thread.
 pub(crate) struct UdpBackend {
-    shared: Arc<Shared>,
+    shared: Arc<Shared<UdpState>>,
+    /// Wakes the progress thread from its sleep (posts, shutdown).
+    waker: Arc<Waker>,
     addrs: Vec<SocketAddr>,
     thread: Option<JoinHandle<()>>,
     /// Explicit progress: the sleep of [`UdpBackend::wait_progress`] (the progress
@@ -271,29 +277,24 @@ impl UdpBackend {
             .map_err(|e| VerbsError::Io(format!("binding the path sockets: {e}")))?;
         let addrs = dp.local_addrs().to_vec();
         let clock = Clock::new();
-        let host = UdpHost {
-            host: VerbsHost::new(endpoint, Keys::from_os()?, attr.line_rate_bps),
-            loss: attr.loss,
-            reorder: attr.reorder,
-            rng: Rng::new(attr.fault_seed),
-            held: None,
-            dropped: 0,
-            reordered: 0,
-        };
+        let host = UdpHost::new(
+            VerbsHost::new(endpoint, Keys::from_os()?, attr.line_rate_bps),
+            attr.loss,
+            attr.reorder,
+            attr.fault_seed,
+        );
         let waker =
             Waker::new().map_err(|e| VerbsError::Io(format!("creating the eventfd: {e}")))?;
         let waiter = dp.waiter(waker.clone());
-        let shared = Arc::new(Shared {
-            state: Mutex::new(UdpState { host, dp, clock }),
-            stop: AtomicBool::new(false),
-            waker,
-            waiting: AtomicUsize::new(0),
-        });
+        let shared = Arc::new(Shared::new(UdpState { host, dp, clock }));
         let (thread, waiter) = if attr.progress_thread {
             let s = shared.clone();
             let t = std::thread::Builder::new()
                 .name("rondo-verbs-udp".into())
-                .spawn(move || progress_loop(&s, waiter))
+                .spawn(move || {
+                    let mut waiter = waiter;
+                    progress_loop(&s, POLICY, &mut waiter)
+                })
                 .map_err(|e| VerbsError::Io(format!("spawning the progress thread: {e}")))?;
             (Some(t), None)
         } else {
@@ -301,6 +302,7 @@ impl UdpBackend {
         };
         Ok(UdpBackend {
             shared,
+            waker,
             addrs,
             thread,
             waiter,
@@ -321,7 +323,7 @@ impl UdpBackend {
             let now = s.clock.now();
             f(&mut s.host.host, now)
         };
-        self.shared.waker.wake();
+        self.waker.wake();
         r
     }
 
@@ -383,59 +385,17 @@ impl UdpBackend {
     }
 
     pub(crate) fn stats(&self) -> ContextStats {
-        let s = self.lock();
-        ContextStats {
-            fault_dropped: s.host.dropped,
-            fault_reordered: s.host.reordered,
-            ..s.host.host.context_stats()
-        }
+        self.lock().host.context_stats()
     }
 }
 
 impl Drop for UdpBackend {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.stop();
         if let Some(t) = self.thread.take() {
             // A thread about to sleep sees `stop` within MAX_SLEEP at worst.
-            self.shared.waker.wake();
+            self.waker.wake();
             let _ = t.join();
-        }
-    }
-}
-
-/// The progress thread: datapath rounds while they move datagrams, a sleep until a
-/// socket is readable, a post or the engine's next timer when they stop moving.
-fn progress_loop(shared: &Shared, mut waiter: Waiter) {
-    let mut idle = 0u32;
-    while !shared.stop.load(Ordering::Relaxed) {
-        let sleep = {
-            let mut s = shared.lock();
-            if s.round() {
-                idle = 0;
-                None
-            } else if idle < IDLE_ROUNDS {
-                idle += 1;
-                None
-            } else {
-                let until = s.host.poll_timeout().map(|t| s.clock.until(t));
-                let d = until.unwrap_or(MAX_SLEEP).min(MAX_SLEEP);
-                if d >= SHORT_WAIT {
-                    // Armed before the lock is released: a post from now on wakes
-                    // us, and what was posted before is what this round found.
-                    waiter.arm();
-                }
-                Some(d)
-            }
-        };
-        match sleep {
-            // Woken by a datagram or a post: run rounds again before sleeping.
-            Some(d) if d >= SHORT_WAIT && waiter.wait(d).is_ok_and(|ready| ready) => idle = 0,
-            Some(d) if d >= SHORT_WAIT => {}
-            // A timer due very soon: keep running rounds.
-            Some(_) => std::thread::yield_now(),
-            // Let a thread that waits for the lock (a post, a poll) in first.
-            None if shared.waiting.load(Ordering::Acquire) > 0 => std::thread::yield_now(),
-            None => {}
         }
     }
 }

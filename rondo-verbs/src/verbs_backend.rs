@@ -7,7 +7,7 @@
 //! WRITE and READ are served while the responder's application does not poll, and
 //! runs rounds back to back while they move datagrams. The verbs datapath has no
 //! eventfd to sleep on (completion channels would cost an interrupt and a system
-//! call per wake-up), so after [`IDLE_ROUNDS`](crate::udp::IDLE_ROUNDS) empty rounds
+//! call per wake-up), so after [`IDLE_ROUNDS`](crate::progress::IDLE_ROUNDS) empty rounds
 //! the thread sleeps for [`VerbsAttr::idle_sleep`] (default [`IDLE_SLEEP`], 20 us;
 //! less when an engine timer is due sooner) with the context's lock released, then
 //! polls the completion queues again. What that costs: a request posted to an idle
@@ -19,15 +19,15 @@
 //! progress into `poll_cq` as on `udp`.
 
 use crate::host::{Keys, VerbsHost};
+use crate::progress::{progress_loop, Policy, Rounds, Shared, Sleep};
 use crate::types::ContextStats;
-use crate::udp::{UdpHost, IDLE_ROUNDS};
+use crate::udp::UdpHost;
 use crate::VerbsError;
 use rondo_ud::udp::Clock;
 use rondo_ud::verbs::exchange::EndpointInfo;
 use rondo_ud::verbs::{VerbsConfig, VerbsDatapath, VerbsStats};
 use rondo_ud::{Endpoint, FlowConfig, Host, Instant};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -196,8 +196,7 @@ pub(crate) struct VerbsState {
     last_error: Option<String>,
 }
 
-impl VerbsState {
-    /// One non-blocking round: timers, receive, send. Returns whether anything moved.
+impl Rounds for VerbsState {
     fn round(&mut self) -> bool {
         match self.dp.poll(&mut self.host, &self.clock, Duration::ZERO) {
             Ok(o) => o.received + o.sent > 0,
@@ -208,31 +207,26 @@ impl VerbsState {
             }
         }
     }
+
+    fn until_timer(&self) -> Option<Duration> {
+        self.host.poll_timeout().map(|t| self.clock.until(t))
+    }
 }
 
-/// State shared with the progress thread; the lock lets waiting application
-/// threads in ahead of the thread's next round (as `udp`'s does).
-struct Shared {
-    state: Mutex<VerbsState>,
-    stop: AtomicBool,
-    waiting: AtomicUsize,
-}
+/// The progress thread naps with the context's lock released (the NIC's completion
+/// queues have no descriptor to sleep on, so nothing ends the nap early).
+struct Nap;
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, VerbsState> {
-        if let Ok(g) = self.state.try_lock() {
-            return g;
-        }
-        self.waiting.fetch_add(1, Ordering::AcqRel);
-        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
-        g
+impl Sleep for Nap {
+    fn sleep(&mut self, d: Duration) -> bool {
+        std::thread::sleep(d);
+        false
     }
 }
 
 /// A verbs context's datapath, state and progress thread.
 pub(crate) struct VerbsBackend {
-    shared: Arc<Shared>,
+    shared: Arc<Shared<VerbsState>>,
     local: EndpointInfo,
     paths: u16,
     thread: Option<JoinHandle<()>>,
@@ -262,23 +256,22 @@ impl VerbsBackend {
             attr.reorder,
             attr.fault_seed,
         );
-        let shared = Arc::new(Shared {
-            state: Mutex::new(VerbsState {
-                host,
-                dp,
-                clock: Clock::new(),
-                round_errors: 0,
-                last_error: None,
-            }),
-            stop: AtomicBool::new(false),
-            waiting: AtomicUsize::new(0),
-        });
+        let shared = Arc::new(Shared::new(VerbsState {
+            host,
+            dp,
+            clock: Clock::new(),
+            round_errors: 0,
+            last_error: None,
+        }));
         let thread = if attr.progress_thread {
             let s = shared.clone();
-            let sleep = attr.idle_sleep;
+            let policy = Policy {
+                short_wait: SHORT_WAIT,
+                max_sleep: attr.idle_sleep,
+            };
             let t = std::thread::Builder::new()
                 .name("rondo-verbs-ibv".into())
-                .spawn(move || progress_loop(&s, sleep))
+                .spawn(move || progress_loop(&s, policy, &mut Nap))
                 .map_err(|e| VerbsError::Io(format!("spawning the progress thread: {e}")))?;
             Some(t)
         } else {
@@ -379,12 +372,7 @@ impl VerbsBackend {
     }
 
     pub(crate) fn stats(&self) -> ContextStats {
-        let s = self.lock();
-        ContextStats {
-            fault_dropped: s.host.dropped,
-            fault_reordered: s.host.reordered,
-            ..s.host.host.context_stats()
-        }
+        self.lock().host.context_stats()
     }
 
     pub(crate) fn verbs_stats(&self) -> VerbsContextStats {
@@ -401,61 +389,10 @@ impl VerbsBackend {
 
 impl Drop for VerbsBackend {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
+        self.shared.stop();
         if let Some(t) = self.thread.take() {
             // A sleeping thread sees `stop` within one idle sleep.
             let _ = t.join();
-        }
-    }
-}
-
-/// What the progress thread does after a round.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Next {
-    /// Run the next round at once.
-    Round,
-    /// Yield the core, then run a round (a thread waits for the lock, or a timer is
-    /// due within [`SHORT_WAIT`], or the thread spins by configuration).
-    Yield,
-    /// Sleep this long with the lock released.
-    Sleep(Duration),
-}
-
-/// The progress thread's policy: rounds while they move datagrams, a few empty ones
-/// more, then a bounded sleep (never past the engine's next timer).
-fn next_step(
-    moved: bool,
-    idle: &mut u32,
-    until_timer: Option<Duration>,
-    idle_sleep: Duration,
-    waiting: bool,
-) -> Next {
-    if moved || *idle < IDLE_ROUNDS {
-        *idle = if moved { 0 } else { *idle + 1 };
-        return if waiting { Next::Yield } else { Next::Round };
-    }
-    let d = until_timer.unwrap_or(idle_sleep).min(idle_sleep);
-    if d < SHORT_WAIT {
-        Next::Yield
-    } else {
-        Next::Sleep(d)
-    }
-}
-
-fn progress_loop(shared: &Shared, idle_sleep: Duration) {
-    let mut idle = 0u32;
-    while !shared.stop.load(Ordering::Relaxed) {
-        let next = {
-            let mut s = shared.lock();
-            let moved = s.round();
-            let until = s.host.poll_timeout().map(|t| s.clock.until(t));
-            let waiting = shared.waiting.load(Ordering::Acquire) > 0;
-            next_step(moved, &mut idle, until, idle_sleep, waiting)
-        };
-        match next {
-            Next::Round => {}
-            Next::Yield => std::thread::yield_now(),
-            Next::Sleep(d) => std::thread::sleep(d),
         }
     }
 }

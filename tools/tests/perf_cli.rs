@@ -1,11 +1,11 @@
 //! `rondo perf` as a user runs it: a server and a client, two processes on loopback.
 
+mod common;
+
+use common::{client, Server};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::thread;
 
 /// The default datagram size: 4096 bytes of application data plus the engine's data
 /// header, token extension and the verbs header.
@@ -16,87 +16,6 @@ const DEFAULT_MTU: usize = 4096
 /// Datagrams of a 16 KiB raw-UDP message at the default size (raw datagrams carry
 /// the MTU less a data header).
 const RAW_PER_16K: u64 = 16384u64.div_ceil((DEFAULT_MTU - rondo_ud::wire::DATA_HEADER_LEN) as u64);
-
-/// `rondo perf client` against loopback `port`, run to completion.
-fn client(port: u16, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rondo"))
-        .args(["perf", "client", "127.0.0.1", "--port", &port.to_string()])
-        .args(args)
-        .output()
-        .expect("run the client")
-}
-
-/// A `rondo perf server` on an ephemeral loopback port, killed on drop.
-struct Server {
-    child: Child,
-    port: u16,
-    log: Arc<Mutex<String>>,
-}
-
-impl Server {
-    fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rondo"))
-            .args(["perf", "server", "--port", "0", "--bind", "127.0.0.1"])
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the server");
-        let mut stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
-        let mut first = String::new();
-        stderr.read_line(&mut first).expect("server banner");
-        let port = first
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in {first:?}"));
-        let log = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&log);
-        thread::spawn(move || {
-            for line in stderr.lines().map_while(Result::ok) {
-                let mut l = sink.lock().unwrap();
-                l.push_str(&line);
-                l.push('\n');
-            }
-        });
-        Server { child, port, log }
-    }
-
-    fn client(&self, args: &[&str]) -> Output {
-        client(self.port, args)
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.client(&[args, &["--json"]].concat());
-        assert!(
-            out.status.success(),
-            "client {args:?} failed: {}\nserver log:\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            self.log()
-        );
-        serde_json::from_slice(&out.stdout).expect("stdout is one JSON object")
-    }
-
-    /// The server's stderr so far (waits briefly for the line about the last client).
-    fn log(&self) -> String {
-        thread::sleep(std::time::Duration::from_millis(200));
-        self.log.lock().unwrap().clone()
-    }
-
-    /// Asserts that the server logged `pattern` exactly `times` times; returns the log.
-    fn assert_logged(&self, pattern: &str, times: usize) -> String {
-        let log = self.log();
-        assert_eq!(log.matches(pattern).count(), times, "{pattern:?}: {log}");
-        log
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn assert_bandwidth_keys(v: &Value) {
     for key in [
@@ -143,7 +62,7 @@ fn number(v: &Value, key: &str) -> f64 {
 
 #[test]
 fn raw_udp_moves_every_operation_and_verifies_what_arrived() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     // Every op with --verify; WRITE and READ also without it, where the datapath's
     // raw mode blasts full-size datagrams.
     let runs = [
@@ -186,7 +105,7 @@ fn raw_udp_moves_every_operation_and_verifies_what_arrived() {
 
 #[test]
 fn rondo_moves_every_operation_byte_exact() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     for op in ["write", "send", "read"] {
         let v = server.json(&[
             "--op", op, "-s", "20000", "-n", "30", "--qps", "2", "--verify",
@@ -210,7 +129,7 @@ fn rondo_moves_single_messages_of_boundary_sizes() {
         - rondo_ud::wire::DATA_HEADER_LEN
         - rondo_ud::wire::token_overhead(Some(0))
         - rondo_verbs::header::HEADER_LEN;
-    let server = Server::start();
+    let server = Server::start(&[]);
     for op in ["write", "send", "read"] {
         for size in [1, payload - 1, payload, payload + 1, 1 << 20] {
             let size = size.to_string();
@@ -224,7 +143,7 @@ fn rondo_moves_single_messages_of_boundary_sizes() {
 
 #[test]
 fn rondo_stays_byte_exact_under_loss_and_reordering() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     for op in ["write", "send", "read"] {
         let v = server.json(&[
             "--op",
@@ -250,7 +169,7 @@ fn rondo_stays_byte_exact_under_loss_and_reordering() {
 
 #[test]
 fn timed_runs_stop_on_time() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     for transport in ["rondo", "raw-udp"] {
         for op in ["write", "read"] {
             let v = server.json(&[
@@ -279,7 +198,7 @@ fn timed_runs_stop_on_time() {
 
 #[test]
 fn rondo_latency_mode_round_trips() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     for op in ["write", "send", "read"] {
         let v = server.json(&["--op", op, "--lat", "-s", "100", "-n", "20", "--verify"]);
         assert_eq!(v["verified"], true, "{op}: {v}");
@@ -294,7 +213,7 @@ fn rondo_latency_mode_round_trips() {
 
 #[test]
 fn latency_mode_reports_percentiles() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     let v = server.json(&[
         "--transport",
         "raw-udp",
@@ -326,7 +245,7 @@ fn latency_mode_reports_percentiles() {
 
 #[test]
 fn table_output_has_perftest_columns() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     let out = server.client(&["--transport", "raw-udp", "-s", "1000", "-n", "10"]);
     assert!(
         out.status.success(),
@@ -345,7 +264,7 @@ fn table_output_has_perftest_columns() {
 
 #[test]
 fn bad_arguments_are_refused_with_a_hint() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     for (args, hint) in [
         (&["-s", "0"][..], "use -s between 1 and"),
         (&["--paths", "0"][..], "--paths 0 is out of range"),
@@ -388,7 +307,7 @@ fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn the_server_survives_foreign_and_bad_input() {
-    let server = Server::start();
+    let server = Server::start(&[]);
     // Not `rondo perf` at all.
     let answer = exchange(server.port, b"GET / HTTP/1.0\r\n\r\n");
     assert!(answer.is_empty(), "a foreign peer gets no reply");

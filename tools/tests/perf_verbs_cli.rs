@@ -5,27 +5,20 @@
 //! usable port and GID, and otherwise print one line saying they were skipped and
 //! why, and count as ignored, never as passed.
 
+mod common;
+
+use common::{rondo, Server};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::Output;
 
 /// Whether the binary under test has the `verbs` feature (tests are built with the
 /// package's features).
 const VERBS: bool = cfg!(feature = "verbs");
 
-fn rondo(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rondo"))
-        .args(args)
-        .output()
-        .expect("run rondo")
-}
-
 /// A client against a port where nothing listens: every test here must fail
 /// before it connects (a "connect" error would mean the check came too late).
 fn client(extra: &[&str]) -> Output {
-    let mut args = vec!["perf", "client", "127.0.0.1", "--port", "1", "-n", "10"];
-    args.extend_from_slice(extra);
-    rondo(&args)
+    common::client(1, &[&["-n", "10"], extra].concat())
 }
 
 /// Asserts a failed run whose stderr says all of `needles`, without a panic.
@@ -48,47 +41,46 @@ fn fails_saying(out: &Output, needles: &[&str]) {
 }
 
 fn bad_combinations_are_typed_errors() {
-    fails_saying(
-        &client(&["--transport", "rc"]),
-        &[
-            "--transport rc runs plain RC queue pairs",
-            "add --backend verbs",
-        ],
-    );
-    fails_saying(
-        &client(&["--transport", "rc", "--backend", "udp"]),
-        &["--transport rc", "--backend verbs"],
-    );
-    fails_saying(
-        &client(&["--gid-index", "3"]),
-        &["--gid-index picks the RDMA device of --backend verbs"],
-    );
-    fails_saying(
-        &client(&["--device", "mlx5_0"]),
-        &["--device picks the RDMA device"],
-    );
-    fails_saying(
-        &client(&["--ib-port", "1"]),
-        &["--ib-port picks the RDMA device"],
-    );
-    fails_saying(
-        &client(&["--backend", "verbs", "--transport", "raw-udp"]),
-        &["raw-udp is the UDP backend's ceiling"],
-    );
-    // Settings of Rondo's datapath mean nothing to RC queue pairs.
-    fails_saying(
-        &client(&["--backend", "verbs", "--transport", "rc", "--loss", "0.01"]),
-        &["--loss is a setting of Rondo's datapath"],
-    );
-    // Datagram sizes a RoCE port cannot carry.
-    fails_saying(
-        &client(&["--backend", "verbs", "-m", "9000"]),
-        &["--mtu 9000 is out of range on an RDMA device"],
-    );
-    fails_saying(
-        &client(&["--backend", "verbs", "--transport", "rc", "-m", "1500"]),
-        &["--mtu 1500 is no RC path MTU"],
-    );
+    let cases: [(&[&str], &[&str]); 9] = [
+        (
+            &["--transport", "rc"],
+            &[
+                "--transport rc runs plain RC queue pairs",
+                "add --backend verbs",
+            ],
+        ),
+        (
+            &["--transport", "rc", "--backend", "udp"],
+            &["--transport rc", "--backend verbs"],
+        ),
+        (
+            &["--gid-index", "3"],
+            &["--gid-index picks the RDMA device of --backend verbs"],
+        ),
+        (&["--device", "mlx5_0"], &["--device picks the RDMA device"]),
+        (&["--ib-port", "1"], &["--ib-port picks the RDMA device"]),
+        (
+            &["--backend", "verbs", "--transport", "raw-udp"],
+            &["raw-udp is the UDP backend's ceiling"],
+        ),
+        // Settings of Rondo's datapath mean nothing to RC queue pairs.
+        (
+            &["--backend", "verbs", "--transport", "rc", "--loss", "0.01"],
+            &["--loss is a setting of Rondo's datapath"],
+        ),
+        // Datagram sizes a RoCE port cannot carry.
+        (
+            &["--backend", "verbs", "-m", "9000"],
+            &["--mtu 9000 is out of range on an RDMA device"],
+        ),
+        (
+            &["--backend", "verbs", "--transport", "rc", "-m", "1500"],
+            &["--mtu 1500 is no RC path MTU"],
+        ),
+    ];
+    for (args, needles) in cases {
+        fails_saying(&client(args), needles);
+    }
     // The server checks its own options at start.
     fails_saying(
         &rondo(&["perf", "server", "--port", "0", "--gid-index", "3"]),
@@ -127,62 +119,14 @@ fn without_a_device_the_message_says_so() {
     }
 }
 
-/// A `rondo perf server --backend verbs` on an ephemeral loopback port.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rondo"))
-            .args(["perf", "server", "--port", "0", "--bind", "127.0.0.1"])
-            .args(["--backend", "verbs"])
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start the server");
-        let mut stderr = BufReader::new(child.stderr.take().expect("piped"));
-        let mut first = String::new();
-        stderr.read_line(&mut first).expect("server banner");
-        let port = first
-            .trim()
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("no port in {first:?}"));
-        std::thread::spawn(move || for _ in stderr.lines() {});
-        Server { child, port }
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let port = self.port.to_string();
-        let mut all = vec!["perf", "client", "127.0.0.1", "--port", &port];
-        all.extend_from_slice(&["--backend", "verbs", "--json"]);
-        all.extend_from_slice(args);
-        let out = rondo(&all);
-        assert!(
-            out.status.success(),
-            "client {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).expect("one JSON object")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Rondo over UD and plain RC on the device, every operation, every byte checked.
 fn rondo_and_rc_move_verified_bytes_on_the_device() {
-    let server = Server::start();
+    let server = Server::start(&["--backend", "verbs"]);
     for transport in ["rondo", "rc"] {
         for op in ["write", "send", "read"] {
             let v = server.json(&[
+                "--backend",
+                "verbs",
                 "--transport",
                 transport,
                 "--op",
@@ -200,6 +144,8 @@ fn rondo_and_rc_move_verified_bytes_on_the_device() {
             assert!(v["BW_average"].as_f64().unwrap() > 0.0, "{v}");
         }
         let lat = server.json(&[
+            "--backend",
+            "verbs",
             "--transport",
             transport,
             "--op",
@@ -263,7 +209,7 @@ fn main() {
     )];
     let skip = no_device_reason();
     let (mut passed, mut failed, mut ignored) = (0, 0, 0);
-    for (name, test) in &tests {
+    let mut run = |name: &str, test: &Test| {
         if std::panic::catch_unwind(test).is_ok() {
             println!("test {name} ... ok");
             passed += 1;
@@ -271,6 +217,9 @@ fn main() {
             println!("test {name} ... FAILED");
             failed += 1;
         }
+    };
+    for (name, test) in &tests {
+        run(name, test);
     }
     match &skip {
         Some(why) => {
@@ -282,13 +231,7 @@ fn main() {
         }
         None => {
             for (name, test) in &device_tests {
-                if std::panic::catch_unwind(test).is_ok() {
-                    println!("test {name} ... ok");
-                    passed += 1;
-                } else {
-                    println!("test {name} ... FAILED");
-                    failed += 1;
-                }
+                run(name, test);
             }
         }
     }

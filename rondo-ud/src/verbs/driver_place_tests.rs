@@ -224,11 +224,7 @@ fn forged(flow: u32, psn: u32, offset: u64, msg_len: u64, token: Option<u64>) ->
             payload_len: payload.len(),
         }),
     };
-    let mut buf = vec![0; MTU];
-    let h = repr.emit_with_token(&mut buf, token).unwrap();
-    buf[h..h + payload.len()].copy_from_slice(&payload);
-    buf.truncate(h + payload.len());
-    buf
+    repr.to_datagram(&payload, token).unwrap()
 }
 
 #[test]

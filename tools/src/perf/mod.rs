@@ -21,6 +21,9 @@ mod rc;
 mod report;
 mod rondo;
 mod server;
+mod slotted;
+#[cfg(test)]
+mod slotted_checks;
 
 use anyhow::ensure;
 use device::DeviceArgs;

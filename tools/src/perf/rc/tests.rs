@@ -15,6 +15,7 @@ use super::serve::server_on;
 use crate::perf::client::SETUP_TIMEOUT;
 use crate::perf::exchange::{Backend, Control, Hello, Message, Op, Report, Transport};
 use crate::perf::report::Outcome;
+use crate::perf::slotted_checks as checks;
 use crate::perf::Progress;
 use std::collections::VecDeque;
 use std::net::{TcpListener, TcpStream};
@@ -304,29 +305,15 @@ fn port() -> PortInfo {
     }
 }
 
+/// A verified bandwidth run of RC: 2 queue pairs of 4 slots.
 fn hello(op: Op, size: u64, n: u64) -> Hello {
     Hello {
-        op,
-        size,
-        iterations: Some(n),
-        duration_s: None,
         paths: 1,
-        qps: 2,
         transport: Transport::Rc,
         backend: Backend::Verbs,
-        mtu: 4096,
         tx_depth: 4,
         verify_seed: Some(11),
-        lat: false,
-        busy_poll: false,
-        progress_thread: false,
-        line_gbps: 0.0,
-        reorder_buffer: 0,
-        loss: 0.0,
-        reorder: 0.0,
-        endpoints: Vec::new(),
-        regions: Vec::new(),
-        udp_paths: Vec::new(),
+        ..checks::hello(op, size, n)
     }
 }
 
@@ -334,41 +321,33 @@ fn hello(op: Op, size: u64, n: u64) -> Hello {
 /// server's copy of the hello changed by `tamper`.
 fn run_with(h: Hello, tamper: impl FnOnce(&mut Hello) + Send + 'static) -> (Outcome, Report) {
     let wire = Arc::new(Mutex::new(Wire::default()));
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let server_wire = wire.clone();
-    let server = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut ctrl = Control::new(stream).unwrap();
-        let mut h = match ctrl.recv(SETUP_TIMEOUT).unwrap() {
-            Message::Hello(h) => h,
-            m => panic!("got {m:?}"),
-        };
-        tamper(&mut h);
-        let nic = FakeNic {
-            wire: server_wire,
-            me: 1,
-        };
-        server_on(Side::new(nic, port(), 1, 3, &h), &mut ctrl, &h).unwrap()
-    });
-    let nic = FakeNic { wire, me: 0 };
-    let side = Side::new(nic, port(), 1, 3, &h).unwrap();
-    let mut ctrl = Control::new(TcpStream::connect(addr).unwrap()).unwrap();
-    let outcome = client_on(side, &mut ctrl, h, &mut Progress::new(false)).unwrap();
-    (outcome, server.join().unwrap())
+    checks::over_loopback(
+        h,
+        tamper,
+        move |ctrl, h| {
+            let nic = FakeNic {
+                wire: server_wire,
+                me: 1,
+            };
+            server_on(Side::new(nic, port(), 1, 3, h), ctrl, h).unwrap()
+        },
+        |ctrl, h| {
+            let side = Side::new(FakeNic { wire, me: 0 }, port(), 1, 3, &h).unwrap();
+            client_on(side, ctrl, h, &mut Progress::new(false)).unwrap()
+        },
+    )
+}
+
+/// [`run_with`], the server expecting the pattern of `seed` when given.
+fn run_seeded(h: Hello, seed: Option<u64>) -> (Outcome, Report) {
+    run_with(h, move |h| h.verify_seed = seed.or(h.verify_seed))
 }
 
 #[test]
 fn every_operation_moves_verified_bytes() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let (o, r) = run_with(hello(op, 10_000, 40), |_| {});
-        assert_eq!(o.n_iterations, 40, "{op:?}");
-        assert!(o.verified, "{op:?}: {o:?} {r:?}");
+    for o in checks::every_operation_moves_verified_bytes(hello, run_seeded) {
         assert_eq!((o.transport, o.backend, o.paths), ("rc", "verbs", 1));
-        assert!(o.bw_average > 0.0);
-        if op != Op::Read {
-            assert_eq!((r.messages, r.mismatched_bytes), (40, 0), "{op:?}");
-        }
     }
 }
 
@@ -387,27 +366,12 @@ fn verified_writes_wait_for_credits_although_payloads_land_early() {
 
 #[test]
 fn a_receiver_expecting_other_bytes_does_not_verify() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let (o, r) = run_with(hello(op, 5000, 10), |h| h.verify_seed = Some(12));
-        assert!(!o.verified, "{op:?}: {o:?}");
-        if op != Op::Read {
-            assert!(r.mismatched_bytes > 0, "{op:?}: {r:?}");
-        }
-    }
+    checks::a_receiver_expecting_other_bytes_does_not_verify(hello, run_seeded);
 }
 
 #[test]
 fn latency_mode_echoes_every_operation() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let mut h = hello(op, 3000, 20);
-        h.lat = true;
-        h.qps = 1;
-        let (o, _) = run_with(h, |_| {});
-        let l = o.latency.expect("latency mode fills the percentiles");
-        assert!(o.verified, "{op:?}: {o:?}");
-        assert_eq!(o.n_iterations, 20);
-        assert!(l.p50_us > 0.0 && l.p50_us <= l.max_us, "{op:?}: {l:?}");
-    }
+    checks::latency_mode_echoes_every_operation(hello, run_seeded);
 }
 
 #[test]

@@ -16,8 +16,6 @@
 //! Latency mode ping-pongs one message on queue pair 0: a WRITE_WITH_IMM or SEND that
 //! the server echoes back the same way, or a READ.
 
-mod requester;
-mod responder;
 #[cfg(test)]
 mod tests;
 
@@ -25,20 +23,18 @@ use super::device::RdmaDevice;
 use super::exchange::{Backend, Control, Hello, Message, Op, Region, Report};
 use super::pattern::Pattern;
 use super::report::Outcome;
+use super::slotted::{self, server_polls, Counters, SlottedSide};
 use super::Progress;
 use anyhow::{bail, ensure, Context as _};
-use requester::client_on;
-use responder::server_on;
 use rondo_verbs::{
     AccessFlags, CompletionQueue, Context, ContextAttr, FlowConfig, MemoryRegion, QpEndpoint,
-    QpInitAttr, QueuePair, RecvWr, Sge, UdpAttr, WcStatus, WorkCompletion,
+    QpInitAttr, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, UdpAttr, WcOpcode, WcStatus,
+    WorkCompletion,
 };
 use std::time::Duration;
 
 /// Most bytes of message slots per queue pair (fewer slots for large messages).
 const SLOT_BYTES: u64 = 64 << 20;
-/// A run that completes nothing for this long has failed.
-pub(super) const STALL: Duration = Duration::from_secs(10);
 /// Bandwidth runs wait at most this long for a completion in one
 /// `CompletionQueue::wait` (unless `--busy-poll`), so that their loops still check
 /// the clock and the stall timeout.
@@ -116,6 +112,27 @@ impl Side {
         })
     }
 
+    fn sge(&self, q: usize, slot: usize) -> Sge {
+        Sge::new(&self.mrs[q], slot * self.size, self.size as u32)
+    }
+}
+
+impl SlottedSide for Side {
+    type Wc = WorkCompletion;
+    const NAME: &'static str = "Rondo";
+
+    fn nqp(&self) -> usize {
+        self.qps.len()
+    }
+
+    fn slots(&self) -> usize {
+        self.slots
+    }
+
+    fn patterned(&self) -> bool {
+        self.pattern.is_some()
+    }
+
     fn endpoints(&self) -> Vec<Vec<u8>> {
         self.qps.iter().map(|q| q.endpoint().to_bytes()).collect()
     }
@@ -131,7 +148,7 @@ impl Side {
             .collect()
     }
 
-    fn connect(&self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
+    fn connect(&mut self, endpoints: &[Vec<u8>]) -> anyhow::Result<()> {
         ensure!(
             endpoints.len() == self.qps.len(),
             "the peer has {} queue pairs, this side {}",
@@ -145,19 +162,8 @@ impl Side {
         Ok(())
     }
 
-    fn qp_index(&self, wc: &WorkCompletion) -> anyhow::Result<usize> {
-        self.qps
-            .iter()
-            .position(|q| q.qp_num() == wc.qp_num)
-            .with_context(|| format!("a completion for unknown QP {:#x}", wc.qp_num))
-    }
-
-    fn sge(&self, q: usize, slot: usize) -> Sge {
-        Sge::new(&self.mrs[q], slot * self.size, self.size as u32)
-    }
-
     /// Fills `slot` of queue pair `q` with the pattern of message `i` (with `--verify`).
-    fn fill(&self, q: usize, slot: usize, i: u64) {
+    fn fill(&mut self, q: usize, slot: usize, i: u64) {
         if let Some(p) = self.pattern {
             let at = slot * self.size;
             self.mrs[q].with_slice(|s| p.fill(i, 0, &mut s[at..at + self.size]));
@@ -175,7 +181,7 @@ impl Side {
         })
     }
 
-    fn post_recv(&self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
+    fn post_recv(&mut self, q: usize, slot: usize, with_buffer: bool) -> anyhow::Result<()> {
         let sg_list = if with_buffer {
             vec![self.sge(q, slot)]
         } else {
@@ -189,9 +195,32 @@ impl Side {
             .context("post a receive")
     }
 
+    fn post_op(
+        &mut self,
+        op: Op,
+        q: usize,
+        slot: usize,
+        wr_id: u64,
+        imm: Option<u32>,
+        remote: &Region,
+    ) -> anyhow::Result<()> {
+        let sge = vec![self.sge(q, slot)];
+        let remote = RemoteAddr {
+            addr: remote.addr + (slot * self.size) as u64,
+            rkey: remote.rkey,
+        };
+        let wr = match (op, imm) {
+            (Op::Write, Some(imm)) => SendWr::write(wr_id, sge, remote).with_imm(imm),
+            (Op::Write, None) => SendWr::write(wr_id, sge, remote),
+            (Op::Send, _) => SendWr::send(wr_id, sge),
+            (Op::Read, _) => SendWr::read(wr_id, sge, remote),
+        };
+        self.qps[q].post_send(&wr).context("post a work request")
+    }
+
     /// Polls the CQ (waiting a little when it is empty and the run allows it); a
     /// failed work request ends the run.
-    fn poll<'w>(&self, wcs: &'w mut [WorkCompletion]) -> anyhow::Result<&'w [WorkCompletion]> {
+    fn poll<'w>(&mut self, wcs: &'w mut [WorkCompletion]) -> anyhow::Result<&'w [WorkCompletion]> {
         let n = match self.wait {
             Some(w) => self.cq.wait(wcs, w)?,
             None => self.cq.poll(wcs)?,
@@ -210,8 +239,46 @@ impl Side {
         Ok(&wcs[..n])
     }
 
+    fn qp_index(&self, wc: &WorkCompletion) -> anyhow::Result<usize> {
+        self.qps
+            .iter()
+            .position(|q| q.qp_num() == wc.qp_num)
+            .with_context(|| format!("a completion for unknown QP {:#x}", wc.qp_num))
+    }
+
+    fn wr_id(wc: &WorkCompletion) -> u64 {
+        wc.wr_id
+    }
+
+    fn is_receive(wc: &WorkCompletion) -> bool {
+        matches!(wc.opcode, WcOpcode::Recv | WcOpcode::RecvRdmaWithImm)
+    }
+
+    fn length_ok(h: &Hello, wc: &WorkCompletion) -> bool {
+        wc.byte_len == h.size
+    }
+
+    /// Echoes a ping (unsignaled: its completion is not waited for).
+    fn answer(&mut self, h: &Hello, q: usize, slot: usize, i: u64) -> anyhow::Result<()> {
+        if !h.lat {
+            return Ok(());
+        }
+        let sge = vec![self.sge(q, slot)];
+        let echo = if h.op == Op::Write {
+            let remote = RemoteAddr {
+                addr: h.regions[q].addr,
+                rkey: h.regions[q].rkey,
+            };
+            SendWr::write(i, sge, remote).with_imm(i as u32)
+        } else {
+            SendWr::send(i, sge)
+        };
+        self.qps[q].post_send(&echo.unsignaled())?;
+        Ok(())
+    }
+
     /// Counters summed (maximum for OOD) over this side's queue pairs.
-    fn transport_stats(&self) -> Counters {
+    fn counters(&self) -> Counters {
         self.qps
             .iter()
             .map(|q| q.stats())
@@ -221,26 +288,15 @@ impl Side {
                 data_packets_received: c.data_packets_received + s.data_packets_received,
             })
     }
-}
 
-/// What one side reports of its queue pairs.
-#[derive(Clone, Copy, Debug, Default)]
-struct Counters {
-    retx_packets: u64,
-    ood_max: u64,
-    data_packets_received: u64,
+    fn paths(h: &Hello) -> u32 {
+        h.paths
+    }
 }
 
 /// `side` of [`open`] for the client and the server.
 const CLIENT: u64 = 0;
 const SERVER: u64 = 1;
-
-/// Whether the server polls its completion queue during the run: it does when
-/// receives complete there (SEND, and WRITE with immediates: verified or echoed);
-/// otherwise it waits on the control connection and a progress thread serves.
-fn server_polls(h: &Hello) -> bool {
-    h.op == Op::Send || (h.op == Op::Write && (h.lat || h.verify_seed.is_some()))
-}
 
 /// Opens a context for a run on its backend: UDP sockets, or the RDMA device.
 fn open(
@@ -367,6 +423,21 @@ pub fn client(
         hello.mtu = hello.mtu.min(limit);
     }
     client_on(&ctx, ctrl, hello, progress)
+}
+
+/// The client's part of a run on an opened context.
+fn client_on(
+    ctx: &Context,
+    ctrl: &mut Control,
+    hello: Hello,
+    progress: &mut Progress,
+) -> anyhow::Result<Outcome> {
+    slotted::client_on(Side::new(ctx, &hello)?, ctrl, hello, progress)
+}
+
+/// The server's part of a run on an opened context.
+fn server_on(ctx: &Context, ctrl: &mut Control, h: &Hello) -> anyhow::Result<Report> {
+    slotted::server_on(Side::new(ctx, h), ctrl, h)
 }
 
 /// Server side of a Rondo run.

@@ -1,40 +1,10 @@
 //! Client and server on two contexts of one in-process fabric.
 
-use super::requester::client_on;
-use super::responder::server_on;
 use super::*;
-use crate::perf::client::SETUP_TIMEOUT;
-use crate::perf::exchange::Transport;
-use crate::perf::exchange::{Message, Op, Report};
+use crate::perf::exchange::{Op, Report};
 use crate::perf::report::Outcome;
+use crate::perf::slotted_checks::{self as checks, hello};
 use rondo_verbs::{FabricConfig, MemFabric};
-use std::net::{TcpListener, TcpStream};
-
-fn hello(op: Op, size: u64, n: u64) -> Hello {
-    Hello {
-        op,
-        size,
-        iterations: Some(n),
-        duration_s: None,
-        paths: 4,
-        qps: 2,
-        transport: Transport::Rondo,
-        backend: crate::perf::exchange::Backend::Udp,
-        mtu: 4096,
-        tx_depth: 8,
-        verify_seed: Some(5),
-        lat: false,
-        busy_poll: false,
-        progress_thread: false,
-        line_gbps: 0.0,
-        reorder_buffer: 0,
-        loss: 0.0,
-        reorder: 0.0,
-        endpoints: Vec::new(),
-        regions: Vec::new(),
-        udp_paths: Vec::new(),
-    }
-}
 
 /// Runs client and server on two contexts of one in-process fabric, with the
 /// control exchange over loopback TCP.
@@ -49,8 +19,6 @@ fn run_with(
     tamper: impl FnOnce(&mut Hello) + Send + 'static,
 ) -> (Outcome, Report) {
     let fabric = MemFabric::new(3, FabricConfig::uniform(4, 25.0, 5.0).with_loss(loss)).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
     let server_ctx = Context::open_mem(
         &fabric,
         ContextAttr {
@@ -59,16 +27,6 @@ fn run_with(
         },
     )
     .unwrap();
-    let server = std::thread::spawn(move || {
-        let (stream, _) = listener.accept().unwrap();
-        let mut ctrl = Control::new(stream).unwrap();
-        let mut h = match ctrl.recv(SETUP_TIMEOUT).unwrap() {
-            Message::Hello(h) => h,
-            m => panic!("got {m:?}"),
-        };
-        tamper(&mut h);
-        server_on(&server_ctx, &mut ctrl, &h).unwrap()
-    });
     let client_ctx = Context::open_mem(
         &fabric,
         ContextAttr {
@@ -77,34 +35,29 @@ fn run_with(
         },
     )
     .unwrap();
-    let mut ctrl = Control::new(TcpStream::connect(addr).unwrap()).unwrap();
-    let outcome = client_on(&client_ctx, &mut ctrl, h, &mut Progress::new(false)).unwrap();
-    (outcome, server.join().unwrap())
+    checks::over_loopback(
+        h,
+        tamper,
+        move |ctrl, h| server_on(&server_ctx, ctrl, h).unwrap(),
+        |ctrl, h| client_on(&client_ctx, ctrl, h, &mut Progress::new(false)).unwrap(),
+    )
+}
+
+/// [`run_with`] without loss, the server expecting the pattern of `seed` when given.
+fn run_seeded(h: Hello, seed: Option<u64>) -> (Outcome, Report) {
+    run_with(h, 0.0, move |h| h.verify_seed = seed.or(h.verify_seed))
 }
 
 #[test]
 fn every_operation_moves_verified_bytes_over_the_mem_fabric() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let (o, r) = run(hello(op, 10_000, 40), 0.0);
-        assert_eq!(o.n_iterations, 40, "{op:?}");
-        assert!(o.verified, "{op:?}: {o:?} {r:?}");
-        assert!(o.bw_average > 0.0);
-        if op != Op::Read {
-            assert_eq!(r.messages, 40);
-            assert_eq!(r.mismatched_bytes, 0);
-        }
+    for o in checks::every_operation_moves_verified_bytes(hello, run_seeded) {
+        assert_eq!((o.transport, o.paths), ("rondo", 4));
     }
 }
 
 #[test]
 fn a_receiver_expecting_other_bytes_does_not_verify() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let (o, r) = run_with(hello(op, 5000, 10), 0.0, |h| h.verify_seed = Some(6));
-        assert!(!o.verified, "{op:?}: {o:?}");
-        if op != Op::Read {
-            assert!(r.mismatched_bytes > 0, "{op:?}: {r:?}");
-        }
-    }
+    checks::a_receiver_expecting_other_bytes_does_not_verify(hello, run_seeded);
 }
 
 #[test]
@@ -116,14 +69,5 @@ fn verification_holds_under_loss_and_retransmits_show() {
 
 #[test]
 fn latency_mode_echoes_every_operation() {
-    for op in [Op::Write, Op::Send, Op::Read] {
-        let mut h = hello(op, 3000, 20);
-        h.lat = true;
-        h.qps = 1;
-        let (o, _) = run(h, 0.0);
-        let l = o.latency.expect("latency mode fills the percentiles");
-        assert!(o.verified, "{op:?}: {o:?}");
-        assert_eq!(o.n_iterations, 20);
-        assert!(l.p50_us > 0.0 && l.p50_us <= l.max_us, "{op:?}: {l:?}");
-    }
+    checks::latency_mode_echoes_every_operation(hello, run_seeded);
 }

@@ -1,0 +1,257 @@
+//! The progress thread of the host-stack backends (`udp`, and `verbs` with its
+//! feature): the context's state behind a lock that lets application threads in
+//! first, and the loop that runs datapath rounds while they move datagrams, a few
+//! empty ones more, then sleeps (never past the engine's next timer). How it sleeps
+//! is the backend's: in `ppoll` on `udp`, a bounded nap on `verbs`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Rounds that moved nothing before the progress thread sleeps: a few, to catch
+/// the answer to what it just sent without a wake-up, not more (on a busy host a
+/// spinning thread takes the core from the peer and the application).
+pub const IDLE_ROUNDS: u32 = 4;
+
+/// A backend's state as the progress thread drives it.
+pub(crate) trait Rounds {
+    /// One non-blocking round: timers, receive, send. Returns whether anything moved.
+    fn round(&mut self) -> bool;
+    /// How long until the engine's next timer, if it has one.
+    fn until_timer(&self) -> Option<Duration>;
+}
+
+/// How an idle progress thread sleeps.
+pub(crate) trait Sleep {
+    /// Called with the state locked, right before a sleep: what is posted from now
+    /// on must end it early, if the backend can wake the thread at all.
+    fn arm(&mut self) {}
+    /// Sleeps `d` at most; true when woken early by work (a datagram, a post).
+    fn sleep(&mut self, d: Duration) -> bool;
+}
+
+/// State shared with the progress thread. Its lock lets application threads that
+/// wait for it (a post, a poll) in ahead of the thread's next round.
+pub(crate) struct Shared<S> {
+    state: Mutex<S>,
+    stop: AtomicBool,
+    /// Threads waiting for the state lock (the progress thread lets them in).
+    waiting: AtomicUsize,
+}
+
+impl<S> Shared<S> {
+    pub(crate) fn new(state: S) -> Shared<S> {
+        Shared {
+            state: Mutex::new(state),
+            stop: AtomicBool::new(false),
+            waiting: AtomicUsize::new(0),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, S> {
+        if let Ok(g) = self.state.try_lock() {
+            return g;
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let g = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        g
+    }
+
+    /// Tells the progress thread to end (it sees it after its round or sleep).
+    pub(crate) fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// When an idle progress thread sleeps, and how long at most.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Policy {
+    /// Engine timers closer than this are waited for by running rounds, not by
+    /// sleeping (the kernel's timer slack makes short sleeps long).
+    pub short_wait: Duration,
+    /// Longest sleep (0: spin).
+    pub max_sleep: Duration,
+}
+
+/// What the progress thread does after a round.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// Run the next round at once.
+    Round,
+    /// Yield the core, then run a round (a thread waits for the lock, or a timer is
+    /// due within [`Policy::short_wait`], or the thread spins by configuration).
+    Yield,
+    /// Sleep this long with the lock released.
+    Sleep(Duration),
+}
+
+/// The progress thread's policy after a round that `moved` datagrams or not, with
+/// `idle` empty rounds before it; `until_timer` is asked only when idle.
+pub(crate) fn next_step(
+    moved: bool,
+    idle: &mut u32,
+    until_timer: impl FnOnce() -> Option<Duration>,
+    policy: Policy,
+    waiting: bool,
+) -> Next {
+    if moved || *idle < IDLE_ROUNDS {
+        *idle = if moved { 0 } else { *idle + 1 };
+        return if waiting { Next::Yield } else { Next::Round };
+    }
+    let d = until_timer()
+        .unwrap_or(policy.max_sleep)
+        .min(policy.max_sleep);
+    if d < policy.short_wait {
+        Next::Yield
+    } else {
+        Next::Sleep(d)
+    }
+}
+
+/// The progress thread: rounds while they move datagrams, a sleep when they stop,
+/// until [`Shared::stop`].
+pub(crate) fn progress_loop<S: Rounds>(shared: &Shared<S>, policy: Policy, sleep: &mut impl Sleep) {
+    let mut idle = 0u32;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let next = {
+            let mut s = shared.lock();
+            let moved = s.round();
+            let waiting = shared.waiting.load(Ordering::Acquire) > 0;
+            let next = next_step(moved, &mut idle, || s.until_timer(), policy, waiting);
+            if let Next::Sleep(_) = next {
+                // Armed before the lock is released: a post from now on wakes the
+                // thread, and what was posted before is what this round found.
+                sleep.arm();
+            }
+            next
+        };
+        match next {
+            Next::Round => {}
+            Next::Yield => std::thread::yield_now(),
+            // Woken by a datagram or a post: run rounds again before sleeping.
+            Next::Sleep(d) => {
+                if sleep.sleep(d) {
+                    idle = 0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_policy_runs_while_busy_then_sleeps_bounded() {
+        let policy = Policy {
+            short_wait: Duration::from_micros(5),
+            max_sleep: Duration::from_micros(20),
+        };
+        let sleep = policy.max_sleep;
+        let mut idle = 0;
+        assert_eq!(
+            next_step(true, &mut idle, || None, policy, false),
+            Next::Round
+        );
+        assert_eq!(idle, 0);
+        for i in 1..=IDLE_ROUNDS {
+            let asked = std::cell::Cell::new(false);
+            let until = || {
+                asked.set(true);
+                None
+            };
+            assert_eq!(
+                next_step(false, &mut idle, until, policy, false),
+                Next::Round
+            );
+            assert_eq!(idle, i);
+            assert!(!asked.get(), "the timer is asked only when idle");
+        }
+        // Idle: sleep, never past the engine's next timer, and yield when it is close.
+        assert_eq!(
+            next_step(false, &mut idle, || None, policy, false),
+            Next::Sleep(sleep)
+        );
+        let soon = Duration::from_micros(8);
+        assert_eq!(
+            next_step(false, &mut idle, || Some(soon), policy, false),
+            Next::Sleep(soon)
+        );
+        let close = Duration::from_micros(1);
+        assert_eq!(
+            next_step(false, &mut idle, || Some(close), policy, false),
+            Next::Yield
+        );
+        // Spinning by configuration, and a waiting application thread goes first.
+        let spin = Policy {
+            max_sleep: Duration::ZERO,
+            ..policy
+        };
+        assert_eq!(
+            next_step(false, &mut idle, || None, spin, false),
+            Next::Yield
+        );
+        assert_eq!(
+            next_step(true, &mut idle, || None, policy, true),
+            Next::Yield
+        );
+        assert_eq!(idle, 0, "a round that moved resets the idle count");
+    }
+
+    /// Rounds that move datagrams `busy` times, then nothing.
+    struct Script {
+        busy: u32,
+        rounds: u32,
+    }
+
+    impl Rounds for Script {
+        fn round(&mut self) -> bool {
+            self.rounds += 1;
+            self.rounds <= self.busy
+        }
+        fn until_timer(&self) -> Option<Duration> {
+            None
+        }
+    }
+
+    /// Counts arms and sleeps; stops the loop at the second sleep.
+    struct Count<'a> {
+        shared: &'a Shared<Script>,
+        arms: u32,
+        sleeps: Vec<Duration>,
+    }
+
+    impl Sleep for Count<'_> {
+        fn arm(&mut self) {
+            self.arms += 1;
+        }
+        fn sleep(&mut self, d: Duration) -> bool {
+            self.sleeps.push(d);
+            if self.sleeps.len() == 2 {
+                self.shared.stop();
+            }
+            false
+        }
+    }
+
+    #[test]
+    fn the_loop_runs_busy_and_idle_rounds_then_arms_and_sleeps_until_stopped() {
+        let shared = Shared::new(Script { busy: 3, rounds: 0 });
+        let policy = Policy {
+            short_wait: Duration::from_micros(5),
+            max_sleep: Duration::from_micros(50),
+        };
+        let mut count = Count {
+            shared: &shared,
+            arms: 0,
+            sleeps: Vec::new(),
+        };
+        progress_loop(&shared, policy, &mut count);
+        // 3 busy rounds, IDLE_ROUNDS empty ones, then one round per sleep.
+        assert_eq!(shared.lock().rounds, 3 + IDLE_ROUNDS + 2);
+        assert_eq!(count.arms, 2, "armed before each sleep");
+        assert_eq!(count.sleeps, vec![policy.max_sleep; 2]);
+    }
+}
