@@ -102,6 +102,7 @@ impl Simulator {
             }
         };
         let flows: Vec<FlowResult> = (0..self.flows.len()).map(|f| self.flow_result(f)).collect();
+        let long_rates = long_flow_rates(&flows, self.window_start, now);
         let goodput = per_s(flows.iter().map(|f| f.delivered_in_window).sum());
         let c = self.counters;
         let w = self.at_warmup;
@@ -125,8 +126,8 @@ impl Simulator {
             nic_rbo: self.nic_rbo.clone(),
             flows_completed: self.finite_total - self.finite_open,
             flows_finite: self.finite_total,
-            fairness_jain: jain(&long_flow_rates(&flows, self.window_start, now)),
-            long_flow_gbps: long_flow_rates(&flows, self.window_start, now)
+            fairness_jain: jain(&long_rates),
+            long_flow_gbps: long_rates
                 .iter()
                 .map(|bytes_per_s| bytes_per_s * 8.0 / 1e9)
                 .collect(),
