@@ -99,6 +99,14 @@ impl Header {
         }
     }
 
+    /// The message that answers request `req_id` with `status` (an ACK, or a NAK
+    /// when `status` is not `Ok`).
+    pub(crate) fn answer_message(req_id: u64, status: AckStatus) -> Vec<u8> {
+        let mut h = Header::new(MsgOp::Ack, req_id);
+        h.status = status;
+        h.message(0)
+    }
+
     /// Parses the header at the start of `msg`; the payload follows it.
     pub(crate) fn parse(msg: &[u8]) -> Result<(Header, &[u8]), HeaderError> {
         if msg.len() < HEADER_LEN {

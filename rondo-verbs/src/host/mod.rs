@@ -66,6 +66,23 @@ pub(crate) struct QpSlot {
 }
 
 impl QpSlot {
+    /// Completes receive `recv` (if the request consumed one) on the receive CQ.
+    pub(crate) fn complete_recv(
+        &self,
+        recv: Option<&RecvWr>,
+        status: WcStatus,
+        opcode: WcOpcode,
+        byte_len: u64,
+        imm: Option<u32>,
+    ) {
+        if let Some(r) = recv {
+            let mut wc = self.completion(r.wr_id, status, opcode);
+            wc.byte_len = byte_len;
+            wc.imm = imm;
+            self.recv_cq.push(wc);
+        }
+    }
+
     fn completion(&self, wr_id: u64, status: WcStatus, opcode: WcOpcode) -> WorkCompletion {
         WorkCompletion {
             wr_id,
@@ -389,9 +406,8 @@ impl VerbsHost {
                     continue;
                 };
                 if matches!(req.op, MsgOp::Send | MsgOp::Write | MsgOp::ReadReq) {
-                    let mut nak = Header::new(MsgOp::Ack, req.req_id);
-                    nak.status = AckStatus::RemOp;
-                    let _ = self.endpoint.post(*h, now, *next_msg, nak.message(0));
+                    let nak = Header::answer_message(req.req_id, AckStatus::RemOp);
+                    let _ = self.endpoint.post(*h, now, *next_msg, nak);
                     *next_msg += 1;
                 }
             }

@@ -41,9 +41,7 @@ impl VerbsHost {
             Verdict::Closed => {
                 // A QP in error executes nothing; tell the requester so it does not hang.
                 slot.stats.requests_refused += 1;
-                let mut ack = Header::new(MsgOp::Ack, h.req_id);
-                ack.status = AckStatus::RemOp;
-                self.answer(now, qpn, ack.message(0));
+                self.answer(now, qpn, Header::answer_message(h.req_id, AckStatus::RemOp));
             }
             Verdict::Stale { old } => {
                 if old {
@@ -52,31 +50,19 @@ impl VerbsHost {
             }
             Verdict::Rnr => {
                 slot.stats.rnr_naks_sent += 1;
-                let mut ack = Header::new(MsgOp::Ack, h.req_id);
-                ack.status = AckStatus::Rnr;
-                self.answer(now, qpn, ack.message(0));
+                self.answer(now, qpn, Header::answer_message(h.req_id, AckStatus::Rnr));
             }
             Verdict::Fatal(status) => self.refuse(now, qpn, h.req_id, status),
             Verdict::RecvError { status, answer } => {
-                if let Some(recv) = d.recv {
-                    let mut wc = slot.completion(recv.wr_id, status, WcOpcode::Recv);
-                    wc.byte_len = d.len;
-                    wc.imm = h.imm;
-                    slot.recv_cq.push(wc);
-                }
+                slot.complete_recv(d.recv.as_ref(), status, WcOpcode::Recv, d.len, h.imm);
                 self.refuse(now, qpn, h.req_id, answer);
             }
             Verdict::Execute => {
-                if let Some(recv) = d.recv {
-                    let op = match h.op {
-                        MsgOp::Send => WcOpcode::Recv,
-                        _ => WcOpcode::RecvRdmaWithImm,
-                    };
-                    let mut wc = slot.completion(recv.wr_id, WcStatus::Success, op);
-                    wc.byte_len = d.len;
-                    wc.imm = h.imm;
-                    slot.recv_cq.push(wc);
-                }
+                let op = match h.op {
+                    MsgOp::Send => WcOpcode::Recv,
+                    _ => WcOpcode::RecvRdmaWithImm,
+                };
+                slot.complete_recv(d.recv.as_ref(), WcStatus::Success, op, d.len, h.imm);
                 match d.read_from {
                     Some((mr, off)) => {
                         // The bytes are sent from the region (zero copy), as a NIC
@@ -108,9 +94,7 @@ impl VerbsHost {
         if let Some(slot) = self.qps.get_mut(&qpn) {
             slot.stats.requests_refused += 1;
         }
-        let mut ack = Header::new(MsgOp::Ack, req_id);
-        ack.status = status;
-        self.answer(now, qpn, ack.message(0));
+        self.answer(now, qpn, Header::answer_message(req_id, status));
         self.fail_qp(qpn, None);
     }
 
@@ -123,7 +107,7 @@ impl VerbsHost {
         if let Some(s) = self.qps.get_mut(&qpn) {
             s.stats.acks_sent += 1;
         }
-        self.post_answer(now, qpn, Header::new(MsgOp::Ack, id).message(0));
+        self.post_answer(now, qpn, Header::answer_message(id, AckStatus::Ok));
     }
 
     /// Sends every pending coalesced ACK (before the datapath asks for packets).
