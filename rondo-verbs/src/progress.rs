@@ -112,13 +112,48 @@ pub(crate) fn next_step(
 /// The progress thread: rounds while they move datagrams, a sleep when they stop,
 /// until [`Shared::stop`].
 pub(crate) fn progress_loop<S: Rounds>(shared: &Shared<S>, policy: Policy, sleep: &mut impl Sleep) {
+    drive(shared, policy, sleep, None, || {
+        shared.stop.load(Ordering::Relaxed)
+    });
+}
+
+/// Explicit progress in the caller's thread, the progress thread's way: until
+/// `done` (checked before every round) or `deadline`, whichever comes first;
+/// sleeps never run past the deadline.
+pub(crate) fn drive_until<S: Rounds>(
+    shared: &Shared<S>,
+    policy: Policy,
+    sleep: &mut impl Sleep,
+    deadline: std::time::Instant,
+    done: impl Fn() -> bool,
+) {
+    drive(shared, policy, sleep, Some(deadline), done);
+}
+
+fn drive<S: Rounds>(
+    shared: &Shared<S>,
+    policy: Policy,
+    sleep: &mut impl Sleep,
+    deadline: Option<std::time::Instant>,
+    done: impl Fn() -> bool,
+) {
     let mut idle = 0u32;
-    while !shared.stop.load(Ordering::Relaxed) {
+    while !done() {
+        let left = match deadline {
+            Some(t) => match t.checked_duration_since(std::time::Instant::now()) {
+                Some(left) => Some(left),
+                None => return,
+            },
+            None => None,
+        };
         let next = {
             let mut s = shared.lock();
             let moved = s.round();
             let waiting = shared.waiting.load(Ordering::Acquire) > 0;
-            let next = next_step(moved, &mut idle, || s.until_timer(), policy, waiting);
+            let next = match next_step(moved, &mut idle, || s.until_timer(), policy, waiting) {
+                Next::Sleep(d) => Next::Sleep(left.map_or(d, |l| d.min(l))),
+                n => n,
+            };
             if let Next::Sleep(_) = next {
                 // Armed before the lock is released: a post from now on wakes the
                 // thread, and what was posted before is what this round found.

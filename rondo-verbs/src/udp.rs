@@ -4,7 +4,7 @@
 //!
 //! Progress: by default a thread runs the datapath, so that one-sided WRITE and READ
 //! are served without the responder polling (as a NIC does). While traffic flows it
-//! runs datapath rounds back to back; after [`IDLE_ROUNDS`] rounds that moved
+//! runs datapath rounds back to back; after [`IDLE_ROUNDS`](crate::progress::IDLE_ROUNDS) rounds that moved
 //! nothing it sleeps in `ppoll` until a path socket is readable, a post wakes it
 //! (an eventfd, written only while it sleeps) or the engine's next timer is due,
 //! so an idle or window-limited context costs no CPU. `poll_cq` on an empty queue
@@ -14,7 +14,7 @@
 
 use crate::cq::CqShared;
 use crate::host::{Keys, VerbsHost};
-use crate::progress::{progress_loop, Policy, Rounds, Shared, Sleep, IDLE_ROUNDS};
+use crate::progress::{drive_until, progress_loop, Policy, Rounds, Shared, Sleep};
 use crate::types::ContextStats;
 use crate::VerbsError;
 use rondo_ud::mem::rng::Rng;
@@ -347,37 +347,10 @@ impl UdpBackend {
             cq.wait(deadline);
             return;
         };
-        let mut idle = 0u32;
-        loop {
-            if !cq.is_empty() {
-                return;
-            }
-            let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) else {
-                return;
-            };
-            let mut waiter = waiter.lock().unwrap_or_else(|p| p.into_inner());
-            let sleep = {
-                let mut s = self.lock();
-                if s.round() {
-                    idle = 0;
-                    continue;
-                }
-                idle += 1;
-                if idle < IDLE_ROUNDS || !cq.is_empty() {
-                    continue;
-                }
-                let until = s.host.poll_timeout().map(|t| s.clock.until(t));
-                let d = until.unwrap_or(MAX_SLEEP).min(MAX_SLEEP).min(left);
-                if d < SHORT_WAIT {
-                    continue;
-                }
-                waiter.arm();
-                d
-            };
-            if waiter.wait(sleep).is_ok_and(|ready| ready) {
-                idle = 0;
-            }
-        }
+        let mut waiter = waiter.lock().unwrap_or_else(|p| p.into_inner());
+        drive_until(&self.shared, POLICY, &mut *waiter, deadline, || {
+            !cq.is_empty()
+        });
     }
 
     pub(crate) fn addrs(&self) -> &[SocketAddr] {
