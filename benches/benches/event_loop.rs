@@ -10,8 +10,8 @@
 //! `rondo sim --builtin clos320-permutation`.
 
 use criterion::{Criterion, Throughput};
+use rondo_proto::time::{Duration, Instant};
 use rondo_sim::{FlowSpec, SimConfig, Simulator, Topology};
-use rondo_ud::time::{Duration, Instant};
 
 const HOSTS: usize = 16;
 const BYTES: u64 = 256 * 1024;

@@ -11,9 +11,9 @@
 //! Run: `cargo bench -p rondo-benches --bench pair -- --warm-up-time 1 --measurement-time 3`
 
 use criterion::{BatchSize, Criterion, Throughput};
+use rondo_proto::{BufferConfig, FlowConfig, Instant};
 use rondo_ud::mem::PathSpec;
 use rondo_ud::testbed::Testbed;
-use rondo_ud::{EndpointConfig, FlowConfig, Instant};
 
 /// Message size.
 const BYTES: usize = 4 << 20;
@@ -25,7 +25,7 @@ fn testbed(cfg: &FlowConfig) -> Testbed {
         PathSpec::new(15.0, 5.0),
         PathSpec::new(10.0, 5.0),
     ];
-    Testbed::new(1, 100.0, &paths, cfg, EndpointConfig::default()).expect("testbed")
+    Testbed::new(1, 100.0, &paths, cfg, BufferConfig::default()).expect("testbed")
 }
 
 fn transfer(mut tb: Testbed, data: Vec<u8>) -> Testbed {

@@ -9,8 +9,8 @@
 //! assert!(path < 4 && psn < 20_000);
 //! ```
 
-use rondo_ud::scheduler::UnsentSet;
-use rondo_ud::select::DeficitSelector;
+use rondo_proto::scheduler::UnsentSet;
+use rondo_proto::select::DeficitSelector;
 use std::hint::black_box;
 
 /// Rows of precomputed open windows and skips; the workload cycles through them.

@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rondo_ud::placement::BufferPlacement;
-use rondo_ud::{wire, Endpoint, EndpointConfig, FlowConfig, Instant};
+use rondo_proto::placement::BufferPlacement;
+use rondo_proto::{wire, Endpoint, BufferConfig, SharedBuffer, FlowConfig, Instant};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&split, rest)) = data.split_first() else {
@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
         token: Some(9),
         ..FlowConfig::default()
     };
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep.connect(Instant::ZERO, 1, 2, &cfg).unwrap();
     ep.set_placement(h, Box::new(BufferPlacement::default()));
     let now = Instant::from_us(1);

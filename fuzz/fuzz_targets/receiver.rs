@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rondo_ud::{wire, Duration, Endpoint, EndpointConfig, FlowConfig, Host, Instant};
+use rondo_proto::{wire, Duration, Endpoint, BufferConfig, SharedBuffer, FlowConfig, Host, Instant};
 
 /// The connection's flow id: datagrams for it carry this `flow`.
 const LOCAL: u32 = 1;
@@ -31,7 +31,7 @@ fn drive(ep: &mut Endpoint, now: Instant, buf: &mut [u8]) {
 }
 
 fuzz_target!(|input: &[u8]| {
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let cfg = FlowConfig::default();
     let h = ep.connect(Instant::ZERO, LOCAL, REMOTE, &cfg).unwrap();
     let mut buf = vec![0u8; 64 * 1024];

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rondo_ud::wire;
+use rondo_proto::wire;
 
 fuzz_target!(|data: &[u8]| {
     let Ok((repr, payload)) = wire::parse(data) else {

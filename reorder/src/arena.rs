@@ -1,26 +1,13 @@
 //! One anonymous, page-aligned, contiguous mapping that a NIC or GPU driver can register
 //! once: the memory every reorder-buffer slot is carved from.
 
-use crate::ReorderError;
+use crate::{HugePages, ReorderError};
 use memmap2::{MmapMut, MmapOptions};
 
 /// Size of one huge page: 2 MiB.
 const HUGE_PAGE: usize = 2 << 20;
 /// log2 of [`HUGE_PAGE`], the `MAP_HUGE_2MB` selector.
 const HUGE_PAGE_BITS: u8 = 21;
-
-/// Whether an [`Arena`] is backed by 2 MiB huge pages (`MAP_HUGETLB`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum HugePages {
-    /// Try huge pages; fall back to normal pages (advised for transparent huge pages)
-    /// when none can be mapped.
-    #[default]
-    Auto,
-    /// Huge pages or an error.
-    Require,
-    /// Normal pages only, with transparent huge pages turned off for the mapping.
-    Never,
-}
 
 /// An anonymous memory mapping, page aligned and contiguous, zero filled at creation.
 #[derive(Debug)]

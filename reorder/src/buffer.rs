@@ -1,7 +1,7 @@
 //! The receiver NIC's in-order reorder buffer: fixed-size slots carved from one
 //! [`Arena`], shared by all flows, with OOD and RBO accounting (DESIGN.md, Metrics).
 
-use crate::{Arena, HugePages, Psn, ReorderError};
+use crate::{HugePages, Psn, ReorderError, SlotMemory};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 
@@ -13,7 +13,7 @@ pub struct BufferConfig {
     pub capacity_bytes: usize,
     /// Bytes of one slot: the largest payload a packet can carry.
     pub slot_size: usize,
-    /// Whether the arena uses huge pages.
+    /// Whether the arena uses huge pages ([`ReorderBuffer::new`] only).
     pub huge_pages: HugePages,
     /// A PSN at or beyond `expected + max_distance` is rejected as
     /// [`Outcome::OutOfWindow`]; taken to lie in `1..=2^31 - 1`.
@@ -189,12 +189,12 @@ impl std::hash::Hasher for FlowIdHasher {
 
 /// The in-order reorder buffer of one receiving NIC, shared by all its flows.
 ///
-/// Slots of `slot_size` bytes are carved from one [`Arena`]; each flow keeps a ring of
+/// Slots of `slot_size` bytes are carved from one [`SlotMemory`]; each flow keeps a ring of
 /// held packets indexed by `psn - expected`, grown on demand up to `max_distance` and
 /// reused afterwards, so steady-state arrivals allocate nothing. `M` is the small
 /// per-packet metadata the caller gets back with each payload.
 pub struct ReorderBuffer<M: Copy> {
-    arena: Arena,
+    memory: Box<dyn SlotMemory>,
     slot_size: usize,
     capacity: usize,
     free: Vec<usize>,
@@ -207,18 +207,40 @@ pub struct ReorderBuffer<M: Copy> {
 }
 
 impl<M: Copy> ReorderBuffer<M> {
-    /// Maps the arena for `cfg.capacity_bytes / cfg.slot_size` slots (at least one page,
-    /// even for 0 slots).
+    /// Maps an [`Arena`](crate::Arena) for `cfg.capacity_bytes / cfg.slot_size`
+    /// slots (at least one page, even for 0 slots), with `cfg.huge_pages`.
     ///
-    /// Errors: [`ReorderError::ZeroSlotSize`], or an [`Arena::new`] error.
+    /// Errors: [`ReorderError::ZeroSlotSize`], or an `Arena::new` error.
+    #[cfg(feature = "arena")]
     pub fn new(cfg: BufferConfig) -> Result<Self, ReorderError> {
-        if cfg.slot_size == 0 {
-            return Err(ReorderError::ZeroSlotSize);
+        let bytes = Self::bytes_needed(&cfg)?;
+        let arena = crate::Arena::new(bytes.max(1), cfg.huge_pages)?;
+        Self::with_memory(cfg, Box::new(arena))
+    }
+
+    /// The slots in zeroed heap memory (`cfg.huge_pages` is not used).
+    pub fn in_heap(cfg: BufferConfig) -> Result<Self, ReorderError> {
+        let bytes = Self::bytes_needed(&cfg)?;
+        let memory: Box<[u8]> = vec![0u8; bytes].into_boxed_slice();
+        Self::with_memory(cfg, Box::new(memory))
+    }
+
+    /// The slots in `memory`, which the caller made (registered with a NIC, say);
+    /// `cfg.huge_pages` is not used.
+    ///
+    /// Errors: [`ReorderError::ZeroSlotSize`], [`ReorderError::MemoryTooSmall`].
+    pub fn with_memory(
+        cfg: BufferConfig,
+        memory: Box<dyn SlotMemory>,
+    ) -> Result<Self, ReorderError> {
+        let need = Self::bytes_needed(&cfg)?;
+        let len = memory.bytes().len();
+        if len < need {
+            return Err(ReorderError::MemoryTooSmall { len, need });
         }
         let capacity = cfg.capacity_bytes / cfg.slot_size;
-        let arena = Arena::new((capacity * cfg.slot_size).max(1), cfg.huge_pages)?;
         Ok(ReorderBuffer {
-            arena,
+            memory,
             slot_size: cfg.slot_size,
             capacity,
             free: (0..capacity).rev().collect(),
@@ -231,9 +253,17 @@ impl<M: Copy> ReorderBuffer<M> {
         })
     }
 
+    /// Bytes of slot memory `cfg` asks for: whole slots only.
+    fn bytes_needed(cfg: &BufferConfig) -> Result<usize, ReorderError> {
+        if cfg.slot_size == 0 {
+            return Err(ReorderError::ZeroSlotSize);
+        }
+        Ok(cfg.capacity_bytes / cfg.slot_size * cfg.slot_size)
+    }
+
     /// The memory all slots live in; slot `i` starts at byte `i * slot_size`.
-    pub fn arena(&self) -> &Arena {
-        &self.arena
+    pub fn memory(&self) -> &dyn SlotMemory {
+        &*self.memory
     }
 
     /// Bytes of one slot.
@@ -327,7 +357,7 @@ impl<M: Copy> ReorderBuffer<M> {
             Outcome::InOrder
         } else if let Some(slot) = self.free.pop() {
             let start = slot * self.slot_size;
-            self.arena.as_mut_slice()[start..start + payload.len()].copy_from_slice(payload);
+            self.memory.bytes_mut()[start..start + payload.len()].copy_from_slice(payload);
             let offset = d as usize;
             if f.held.len() <= offset {
                 f.held.resize(offset + 1, None);
@@ -387,7 +417,7 @@ impl<M: Copy> ReorderBuffer<M> {
         let r = f(
             psn,
             held.meta,
-            &self.arena.as_slice()[start..start + held.len],
+            &self.memory.bytes()[start..start + held.len],
         );
         self.free.push(held.slot);
         Ok(Some(r))

@@ -22,6 +22,14 @@ pub enum ReorderError {
         "slot size is 0: set BufferConfig::slot_size to the largest payload (the MTU less headers)"
     )]
     ZeroSlotSize,
+    /// The memory given for the slots is shorter than they need.
+    #[error("slot memory of {len} bytes cannot hold the {need} bytes of slots asked for: give more memory or lower BufferConfig::capacity_bytes")]
+    MemoryTooSmall {
+        /// Bytes given.
+        len: usize,
+        /// Bytes the slots need.
+        need: usize,
+    },
     /// An arena of 0 bytes was requested.
     #[error("an arena of 0 bytes was requested: ask for at least one byte")]
     ZeroCapacity,

@@ -1,12 +1,14 @@
 //! Rondo's in-order reorder buffer: fixed-size slots in one registrable memory
-//! [`Arena`] (huge pages when available), shared by all flows of a receiving NIC, with
-//! the OOD and RBO accounting every Rondo report uses.
+//! arena (huge pages when available; feature `arena`, on by default) or in heap
+//! memory, shared by all flows of a receiving NIC, with the OOD and RBO accounting
+//! every Rondo report uses. Without the `arena` feature the crate is safe code
+//! only, with no `libc`: what the sans-IO engine links.
 //!
 //! ```
 //! use reorder::{BufferConfig, HugePages, Outcome, Psn, ReorderBuffer};
 //!
 //! let cfg = BufferConfig { capacity_bytes: 4 * 1500, huge_pages: HugePages::Never, ..BufferConfig::default() };
-//! let mut buf = ReorderBuffer::<u32>::new(cfg)?;
+//! let mut buf = ReorderBuffer::<u32>::in_heap(cfg)?;
 //! let flow = buf.add_flow(Psn(0));
 //!
 //! // PSN 1 overtakes PSN 0: it waits in a slot.
@@ -27,13 +29,17 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![deny(unsafe_code)]
 
+#[cfg(feature = "arena")]
 #[allow(unsafe_code)]
 mod arena;
 mod buffer;
 mod error;
+mod memory;
 pub mod psn;
 
-pub use arena::{huge_pages_available, Arena, HugePages};
+#[cfg(feature = "arena")]
+pub use arena::{huge_pages_available, Arena};
 pub use buffer::{Arrival, BufferConfig, BufferStats, FlowId, FlowStats, Outcome, ReorderBuffer};
 pub use error::ReorderError;
+pub use memory::{HugePages, SlotMemory};
 pub use psn::Psn;

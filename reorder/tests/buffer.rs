@@ -259,6 +259,6 @@ fn errors_are_typed() {
 fn default_config_is_1200_kb_of_1500_byte_slots() {
     let buf = ReorderBuffer::<()>::new(BufferConfig::default()).unwrap();
     assert_eq!(buf.capacity_slots(), 1_228_800 / 1500);
-    assert!(buf.arena().len() >= 1_228_800);
+    assert!(buf.memory().bytes().len() >= 1_228_800);
     assert_eq!(buf.slot_size(), 1500);
 }

@@ -23,8 +23,8 @@ fn main() {
 
 #[cfg(target_os = "linux")]
 mod linux {
+    use rondo_proto::{BufferConfig, Endpoint, Event, SharedBuffer};
     use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-    use rondo_ud::{Endpoint, EndpointConfig, Event};
     use std::time::{Duration, Instant};
 
     /// (on-CPU, waiting-for-a-CPU) of this thread, from /proc/thread-self/schedstat.
@@ -80,7 +80,7 @@ mod linux {
             flow.line_rate_bps = v.parse::<u64>().unwrap() * 1_000_000_000;
         }
         if let Some(v) = env("BASE_RTT_US") {
-            let t = rondo_ud::Duration::from_us(v.parse().unwrap());
+            let t = rondo_proto::Duration::from_us(v.parse().unwrap());
             flow.base_rtt = Some(vec![t; usize::from(paths)]);
         }
         if let Some(v) = env("Q0") {
@@ -142,8 +142,8 @@ mod linux {
         let mut db = UdpDatapath::bind(udp(paths)).unwrap();
         da.add_peer(1, db.local_addrs().to_vec()).unwrap();
         db.add_peer(2, da.local_addrs().to_vec()).unwrap();
-        let mut ea = Endpoint::new(EndpointConfig::default()).unwrap();
-        let mut eb = Endpoint::new(EndpointConfig::default()).unwrap();
+        let mut ea = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
+        let mut eb = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
         let ha = ea.connect(clock.now(), 1, 2, &flow).unwrap();
         let hb = eb.connect(clock.now(), 2, 1, &flow).unwrap();
         let msg = vec![0x5a; msg_kb << 10];

@@ -4,17 +4,17 @@
 //!
 //! ```
 //! use rondo_ud::fault::{FaultConfig, FaultInjector};
-//! use rondo_ud::{Endpoint, EndpointConfig};
+//! use rondo_proto::{Endpoint, BufferConfig, SharedBuffer};
 //!
-//! let ep = Endpoint::new(EndpointConfig::default()).unwrap();
+//! let ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
 //! let mut faulty = FaultInjector::new(ep, FaultConfig { loss: 0.01, reorder: 0.05, ..FaultConfig::default() }, 7);
 //! // drive `faulty` instead of the endpoint; `faulty.inner()` is the endpoint.
 //! assert_eq!(faulty.stats().dropped, 0);
 //! ```
 
-use crate::mem::rng::Rng;
-use crate::time::Instant;
-use crate::transmit::{Host, PayloadRef, Transmit};
+use rondo_proto::rng::Rng;
+use rondo_proto::time::Instant;
+use rondo_proto::transmit::{Host, PayloadRef, Transmit};
 
 /// What to inject, per received datagram.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -173,7 +173,7 @@ impl<H: Host> Host for FaultInjector<H> {
         self.inner.poll_transmit_split(now, buf)
     }
 
-    fn payload(&self, r: PayloadRef) -> crate::message::PayloadBytes<'_> {
+    fn payload(&self, r: PayloadRef) -> rondo_proto::message::PayloadBytes<'_> {
         self.inner.payload(r)
     }
 }

@@ -2,12 +2,26 @@
 //! the in-memory [`Pair`] over parallel paths (the paper's Fig. 9a testbed). Used
 //! by tests, benchmarks and `rondo demo`.
 
-use crate::config::FlowConfig;
-use crate::endpoint::{ConnectionHandle, Endpoint, EndpointConfig, EndpointError};
-use crate::event::Event;
 use crate::mem::{Pair, PathSpec};
-use crate::time::Instant;
-use crate::Connection;
+use reorder::ReorderError;
+use rondo_proto::config::FlowConfig;
+use rondo_proto::endpoint::{ConnectionHandle, Endpoint, EndpointError};
+use rondo_proto::event::Event;
+use rondo_proto::time::Instant;
+use rondo_proto::Connection;
+use rondo_proto::{BufferConfig, SharedBuffer};
+
+/// Why a [`Testbed`] could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TestbedError {
+    /// A reorder buffer could not be created.
+    #[error("reorder buffer: {0}")]
+    Reorder(#[from] ReorderError),
+    /// An endpoint refused the connection.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+}
 
 /// Two endpoints `a` (sender) and `b` (receiver) with one flow between them.
 pub struct Testbed {
@@ -26,19 +40,19 @@ pub struct Testbed {
 impl Testbed {
     /// Two hosts with NICs of `host_gbps` over `paths`; the flow uses `cfg` on both
     /// sides (its `paths` is set to the number of paths) and the receiver's reorder
-    /// buffer `endpoint` configuration.
+    /// buffer configuration `reorder` (both sides get one).
     pub fn new(
         seed: u64,
         host_gbps: f64,
         paths: &[PathSpec],
         cfg: &FlowConfig,
-        endpoint: EndpointConfig,
-    ) -> Result<Testbed, EndpointError> {
+        reorder: BufferConfig,
+    ) -> Result<Testbed, TestbedError> {
         let mut cfg = cfg.clone();
         cfg.paths = paths.len() as u16;
         cfg.line_rate_bps = (host_gbps * 1e9) as u64;
-        let mut a = Endpoint::new(endpoint.clone())?;
-        let mut b = Endpoint::new(endpoint)?;
+        let mut a = Endpoint::new(SharedBuffer::new(reorder)?);
+        let mut b = Endpoint::new(SharedBuffer::new(reorder)?);
         let conn_a = a.connect(Instant::ZERO, 1, 2, &cfg)?;
         let mut cfg_b = cfg.clone();
         cfg_b.seed = cfg.seed.wrapping_add(1);
@@ -73,7 +87,7 @@ impl Testbed {
     }
 
     /// Posts a message from `a` to `b`.
-    pub fn post(&mut self, msg_id: u64, data: Vec<u8>) -> Result<(), crate::PostError> {
+    pub fn post(&mut self, msg_id: u64, data: Vec<u8>) -> Result<(), rondo_proto::PostError> {
         let now = self.now();
         let (a, h) = (self.pair.a, self.conn_a);
         self.pair.net.host_mut(a).post(h, now, msg_id, data)

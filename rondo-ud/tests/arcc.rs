@@ -2,8 +2,9 @@
 //! two open points of DESIGN.md: which side alpha weights (`AlphaWeight`), and W0.
 //! The measured numbers are written next to each assertion.
 
+use rondo_proto::*;
 use rondo_ud::mem::{HostId, LinkConfig, LinkId, Network};
-use rondo_ud::*;
+use rondo_ud::{mem, testbed};
 
 /// N single-path flows, sender i to receiver i, all through one shared link.
 struct Dumbbell {
@@ -23,14 +24,14 @@ impl Dumbbell {
         let bottleneck = net.add_link(LinkConfig::new(gbps, Duration::from_us_f64(one_way_us)));
         let mut receivers = Vec::new();
         for i in 0..n {
-            let mut tx = Endpoint::new(EndpointConfig::default()).unwrap();
+            let mut tx = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
             let cfg_i = FlowConfig {
                 seed: 100 + i as u64,
                 ..cfg.clone()
             };
             let htx = tx.connect(Instant::ZERO, 1, 2, &cfg_i).unwrap();
             tx.post(htx, Instant::ZERO, 1, vec![0x5a; bytes]).unwrap();
-            let mut rx = Endpoint::new(EndpointConfig::default()).unwrap();
+            let mut rx = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
             let hrx = rx.connect(Instant::ZERO, 2, 1, &cfg_i).unwrap();
             let s = net.add_host(tx, 100.0);
             let r = net.add_host(rx, 100.0);
@@ -127,7 +128,7 @@ fn flows_sharing_a_bottleneck_converge_to_fairness_with_a_shallow_queue() {
 /// goodput measured over a sliding window of one base RTT; and the peak queue.
 fn ramp(cfg: &FlowConfig, gbps: f64) -> (f64, usize) {
     let paths = [mem::PathSpec::new(gbps, 10.0)];
-    let mut tb = testbed::Testbed::new(4, 100.0, &paths, cfg, EndpointConfig::default()).unwrap();
+    let mut tb = testbed::Testbed::new(4, 100.0, &paths, cfg, BufferConfig::default()).unwrap();
     tb.post(1, vec![1u8; 16 << 20]).unwrap();
     let rtt_us = 20.0 + 0.12 + 12.0 / gbps;
     let step = Duration::from_ns(500);
@@ -214,7 +215,7 @@ fn step_response(weight: AlphaWeight) -> (f64, f64, usize) {
         ..FlowConfig::default()
     };
     let paths = [mem::PathSpec::new(25.0, 10.0)];
-    let mut tb = testbed::Testbed::new(5, 100.0, &paths, &cfg, EndpointConfig::default()).unwrap();
+    let mut tb = testbed::Testbed::new(5, 100.0, &paths, &cfg, BufferConfig::default()).unwrap();
     tb.post(1, vec![1u8; 64 << 20]).unwrap();
     let link = tb.pair.forward[0];
     tb.run_until(Instant::from_us(1000), |_| false);

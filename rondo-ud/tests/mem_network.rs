@@ -2,8 +2,8 @@
 
 use std::collections::VecDeque;
 
+use rondo_proto::{Duration, Host, Instant, Priority, Transmit};
 use rondo_ud::mem::{HostId, LinkConfig, LinkId, Network, Pair, PathSpec};
-use rondo_ud::{Duration, Host, Instant, Priority, Transmit};
 
 /// A datagram a [`Script`] received.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,10 +9,10 @@
 //! queueing jitter makes rates and delays only approximately constant.
 
 use proptest::prelude::*;
+use rondo_proto::scheduler::{phase_skip, skips, UnsentSet};
+use rondo_proto::*;
 use rondo_ud::mem::PathSpec;
-use rondo_ud::scheduler::{phase_skip, skips, UnsentSet};
 use rondo_ud::testbed::Testbed;
-use rondo_ud::*;
 
 /// Sends `n` packets over paths with constant rates (packets/us) and fixed
 /// delays (us); returns the OOD sampled at every arrival (before it is applied).
@@ -139,7 +139,7 @@ fn engine_run(
         scheduler,
         ..FlowConfig::default()
     };
-    let mut tb = Testbed::new(3, 100.0, &paths, &cfg, EndpointConfig::default()).unwrap();
+    let mut tb = Testbed::new(3, 100.0, &paths, &cfg, BufferConfig::default()).unwrap();
     tb.post(1, vec![7u8; 24_000_000]).unwrap();
     let warm = Instant::from_us(400);
     tb.run_until(warm, |_| false);
@@ -225,7 +225,7 @@ fn engine_scheduler_adds_no_reordering_on_equal_paths() {
             scheduler,
             ..FlowConfig::default()
         };
-        let mut tb = Testbed::new(5, 25.0, &paths, &cfg, EndpointConfig::default()).unwrap();
+        let mut tb = Testbed::new(5, 25.0, &paths, &cfg, BufferConfig::default()).unwrap();
         tb.post(1, vec![7u8; 6_000_000]).unwrap();
         tb.run_until(Instant::from_us(300), |_| false);
         tb.clear_receiver_distributions();

@@ -8,9 +8,9 @@
 mod common;
 
 use proptest::prelude::*;
+use rondo_proto::{BufferConfig, Duration, Event, FlowConfig, Instant, PathSelection};
 use rondo_ud::mem::PathSpec;
 use rondo_ud::testbed::Testbed;
-use rondo_ud::{Duration, EndpointConfig, Event, FlowConfig, Instant, PathSelection};
 use std::collections::BTreeMap;
 
 /// Payload bytes of a full data packet with the default configuration.
@@ -37,7 +37,7 @@ struct Transfer {
     seed: u64,
     paths: Vec<PathSpec>,
     cfg: FlowConfig,
-    endpoint: EndpointConfig,
+    endpoint: BufferConfig,
     sizes: Vec<usize>,
 }
 
@@ -50,7 +50,7 @@ impl Transfer {
             seed: 1,
             paths,
             cfg: FlowConfig::default(),
-            endpoint: EndpointConfig::default(),
+            endpoint: BufferConfig::default(),
             sizes,
         }
     }
@@ -59,14 +59,7 @@ impl Transfer {
     /// delivery: every message exactly once, in posting order, byte-exact, and one
     /// `SendComplete` each. Returns the testbed for further checks.
     fn run(&self) -> Testbed {
-        let mut tb = Testbed::new(
-            self.seed,
-            100.0,
-            &self.paths,
-            &self.cfg,
-            self.endpoint.clone(),
-        )
-        .unwrap();
+        let mut tb = Testbed::new(self.seed, 100.0, &self.paths, &self.cfg, self.endpoint).unwrap();
         let msgs: Vec<(u64, Vec<u8>)> = self
             .sizes
             .iter()
@@ -228,7 +221,7 @@ fn tiny_reorder_buffer_under_reordering() {
         })
         .collect();
     let mut t = Transfer::new(paths, vec![2 << 20, 1, 5 * payload()]);
-    t.endpoint.reorder.capacity_bytes = 8 * t.endpoint.reorder.slot_size;
+    t.endpoint.capacity_bytes = 8 * t.endpoint.slot_size;
     let tb = t.run();
     let r = tb.receiver().receiver_stats();
     assert!(r.dropped_buffer_full > 0, "the buffer never filled: {r:?}");
@@ -241,7 +234,7 @@ fn no_reorder_buffer_at_all() {
     // BUFFER_FULL; the transfer is slow but must complete.
     let paths = vec![PathSpec::new(25.0, 3.0), PathSpec::new(10.0, 8.0)];
     let mut t = Transfer::new(paths, vec![1_000_000, payload() + 1]);
-    t.endpoint.reorder.capacity_bytes = 0;
+    t.endpoint.capacity_bytes = 0;
     t.run();
 }
 
@@ -261,7 +254,7 @@ fn one_lossy_duplicating_path_many_seeds() {
         let mut t = Transfer::new(vec![path], vec![1453, 1451, 1451, 1539, 123_315, 3114]);
         t.seed = seed;
         t.cfg.seed = seed;
-        t.endpoint.reorder.capacity_bytes = 31 * t.endpoint.reorder.slot_size;
+        t.endpoint.capacity_bytes = 31 * t.endpoint.slot_size;
         t.run();
     }
 }
@@ -292,7 +285,7 @@ fn small_reorder_buffer_without_pacing() {
         t.seed = seed;
         t.cfg.seed = seed;
         t.cfg.pacing = false;
-        t.endpoint.reorder.capacity_bytes = 18 * t.endpoint.reorder.slot_size;
+        t.endpoint.capacity_bytes = 18 * t.endpoint.slot_size;
         t.run();
     }
 }
@@ -367,7 +360,7 @@ proptest! {
             t.cfg.path_selection = PathSelection::Random;
         }
         if let Some(slots) = slots {
-            t.endpoint.reorder.capacity_bytes = slots * t.endpoint.reorder.slot_size;
+            t.endpoint.capacity_bytes = slots * t.endpoint.slot_size;
         }
         t.run();
     }

@@ -5,9 +5,11 @@
 //! Every run has a simulated-time deadline, so a stuck engine fails instead of
 //! hanging.
 
+use rondo_proto::{
+    BufferConfig, ConnectionError, Duration, Event, FlowConfig, Instant, PostError, SharedBuffer,
+};
 use rondo_ud::mem::PathSpec;
 use rondo_ud::testbed::Testbed;
-use rondo_ud::{ConnectionError, Duration, EndpointConfig, Event, FlowConfig, Instant, PostError};
 
 /// Four 10 Gbps paths (40 Gbps together), one-way delays 3 to 6 us.
 fn four_paths() -> Vec<PathSpec> {
@@ -21,7 +23,7 @@ fn four_paths() -> Vec<PathSpec> {
 fn posted(seed: u64, msg_id: u64, len: usize) -> (Testbed, Vec<u8>) {
     let paths = four_paths();
     let cfg = FlowConfig::default();
-    let mut tb = Testbed::new(seed, 100.0, &paths, &cfg, EndpointConfig::default()).unwrap();
+    let mut tb = Testbed::new(seed, 100.0, &paths, &cfg, BufferConfig::default()).unwrap();
     let data = pattern(seed, len);
     tb.post(msg_id, data.clone()).unwrap();
     (tb, data)
@@ -254,8 +256,8 @@ fn buffer_full_naks_do_not_take_paths_down() {
     // not path losses and no path may leave rotation (docs/engine.md: "A path with 8
     // losses in a row leaves rotation"; DESIGN.md: a small buffer degrades gracefully).
     let paths = [PathSpec::new(25.0, 3.0), PathSpec::new(10.0, 8.0)];
-    let mut endpoint = EndpointConfig::default();
-    endpoint.reorder.capacity_bytes = 8 * endpoint.reorder.slot_size;
+    let mut endpoint = BufferConfig::default();
+    endpoint.capacity_bytes = 8 * endpoint.slot_size;
     let mut tb = Testbed::new(17, 100.0, &paths, &FlowConfig::default(), endpoint).unwrap();
     let data = pattern(7, 1 << 20);
     tb.post(12, data.clone()).unwrap();
@@ -277,14 +279,14 @@ fn every_path_out_of_rotation_keeps_the_timer_moving() {
     // rotation with data left to resend. Nothing can be sent now but down-path
     // probes, and the timer must keep moving forward: `poll_timeout` may not return
     // an instant that `handle_timeout` and `poll_transmit` at that instant ignore.
-    use rondo_ud::wire::{self, Body, CommonRepr, FeedbackRepr, Flags, Repr};
-    use rondo_ud::{Endpoint, Host, Psn};
+    use rondo_proto::wire::{self, Body, CommonRepr, FeedbackRepr, Flags, Repr};
+    use rondo_proto::{Endpoint, Host, Psn};
 
     let cfg = FlowConfig {
         paths: 1,
         ..FlowConfig::default()
     };
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep.connect(Instant::ZERO, 1, 2, &cfg).unwrap();
     ep.post(h, Instant::ZERO, 1, vec![9; 1 << 20]).unwrap();
     // Timestamps of the data packets sent, by PSN, and the events seen.

@@ -6,16 +6,16 @@
 mod common;
 
 use proptest::prelude::*;
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
-use rondo_ud::wire::{
+use rondo_proto::wire::{
     self, Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, Repr, WireError,
     COMMON_HEADER_LEN, DATA_HEADER_LEN, FEEDBACK_HEADER_LEN,
 };
-use rondo_ud::{
-    ConnectionHandle, DatagramError, Duration, Endpoint, EndpointConfig, EndpointStats, Event,
-    FlowConfig, Host, Instant, Psn, Transmit,
+use rondo_proto::{
+    BufferConfig, ConnectionHandle, DatagramError, Duration, Endpoint, EndpointStats, Event,
+    FlowConfig, Host, Instant, Psn, SharedBuffer, Transmit,
 };
+use rondo_ud::mem::PathSpec;
+use rondo_ud::testbed::Testbed;
 
 /// The flow id of the endpoint's connection (what datagrams addressed to it carry).
 const LOCAL: u32 = 1;
@@ -23,7 +23,7 @@ const LOCAL: u32 = 1;
 const REMOTE: u32 = 2;
 
 fn endpoint_with(cfg: &FlowConfig) -> (Endpoint, ConnectionHandle) {
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep.connect(Instant::ZERO, LOCAL, REMOTE, cfg).unwrap();
     (ep, h)
 }
@@ -631,7 +631,7 @@ fn data_with_msg_len_beyond_max_message_len() {
 #[test]
 fn data_psn_far_outside_the_window() {
     let (mut ep, h) = endpoint();
-    let max_distance = EndpointConfig::default().reorder.max_distance;
+    let max_distance = BufferConfig::default().max_distance;
     // Just inside: buffered and acknowledged.
     let inside = data(max_distance - 1, 9, 100, 0, &[7; 100]);
     ep.receive(Instant::from_us(1), 0, &inside, false).unwrap();
@@ -685,7 +685,7 @@ fn data_psn_behind_the_window_is_a_duplicate() {
 #[test]
 fn data_payload_larger_than_a_reorder_slot() {
     let (mut ep, h) = endpoint();
-    let slot = EndpointConfig::default().reorder.slot_size;
+    let slot = BufferConfig::default().slot_size;
     let big = vec![1u8; slot + 1];
     // In order and out of order alike.
     for psn in [0, 5] {
@@ -792,7 +792,7 @@ fn probe_is_acknowledged() {
     let (mut ep, h) = endpoint();
     let repr = Repr {
         common: common(LOCAL, 17, 2),
-        body: Body::Probe(rondo_ud::wire::ProbeRepr { pad_len: 1000 }),
+        body: Body::Probe(rondo_proto::wire::ProbeRepr { pad_len: 1000 }),
     };
     ep.receive(Instant::from_us(1), 2, &emit(&repr, &[]), false)
         .unwrap();
@@ -851,7 +851,7 @@ fn template() -> impl Strategy<Value = Vec<u8>> {
                     (body, vec![psn as u8; len])
                 }
                 1 => (
-                    Body::Probe(rondo_ud::wire::ProbeRepr { pad_len: len }),
+                    Body::Probe(rondo_proto::wire::ProbeRepr { pad_len: len }),
                     vec![],
                 ),
                 2 => (Body::Ack(fb), vec![]),
@@ -969,7 +969,7 @@ proptest! {
     #[test]
     fn garbage_then_a_real_transfer(datagrams in prop::collection::vec(datagram(), 1..40)) {
         let paths = [PathSpec::new(25.0, 3.0), PathSpec::new(10.0, 5.0)];
-        let mut tb = Testbed::new(3, 100.0, &paths, &FlowConfig::default(), EndpointConfig::default()).unwrap();
+        let mut tb = Testbed::new(3, 100.0, &paths, &FlowConfig::default(), BufferConfig::default()).unwrap();
         let a = tb.pair.a;
         let now = tb.now();
         // At the network's own time, so that the endpoint's clock never goes back.

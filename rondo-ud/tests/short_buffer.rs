@@ -1,16 +1,17 @@
 //! A transmit buffer shorter than the flow's `mtu`: nothing is written, nothing is
 //! lost, the refusal is counted, and a driver can refuse such buffers up front.
 
-use rondo_ud::{
-    check_transmit_buffer, Endpoint, EndpointConfig, Event, FlowConfig, Host, Instant, MAX_MTU,
+use rondo_proto::{
+    check_transmit_buffer, BufferConfig, Endpoint, Event, FlowConfig, Host, Instant, SharedBuffer,
+    MAX_MTU,
 };
 
-fn endpoint(local: u32, remote: u32) -> (Endpoint, rondo_ud::ConnectionHandle) {
+fn endpoint(local: u32, remote: u32) -> (Endpoint, rondo_proto::ConnectionHandle) {
     let cfg = FlowConfig {
         pacing: false,
         ..FlowConfig::default()
     };
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep.connect(Instant::ZERO, local, remote, &cfg).unwrap();
     (ep, h)
 }

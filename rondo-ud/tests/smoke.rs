@@ -1,8 +1,8 @@
 //! One 4 MB message over the paper's four testbed paths, end to end.
 
+use rondo_proto::*;
 use rondo_ud::mem::PathSpec;
 use rondo_ud::testbed::Testbed;
-use rondo_ud::*;
 
 #[test]
 fn one_message_over_four_paths() {
@@ -17,7 +17,7 @@ fn one_message_over_four_paths() {
         100.0,
         &paths,
         &FlowConfig::default(),
-        EndpointConfig::default(),
+        BufferConfig::default(),
     )
     .unwrap();
     let data: Vec<u8> = (0..4_000_000u32).map(|i| (i * 7 + 3) as u8).collect();

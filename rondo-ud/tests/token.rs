@@ -3,15 +3,16 @@
 //! extension on the wire, the endpoint's check, and a transfer that carries it.
 
 use proptest::prelude::*;
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
-use rondo_ud::wire::{
+use rondo_proto::wire::{
     self, Body, CommonRepr, DataRepr, Flags, Packet, Repr, WireError, DATA_HEADER_LEN, EXT_TOKEN,
     TOKEN_EXT_LEN,
 };
-use rondo_ud::{
-    DatagramError, Endpoint, EndpointConfig, Event, FlowConfig, Host, Instant, Psn, Transmit,
+use rondo_proto::{
+    BufferConfig, DatagramError, Endpoint, Event, FlowConfig, Host, Instant, Psn, SharedBuffer,
+    Transmit,
 };
+use rondo_ud::mem::PathSpec;
+use rondo_ud::testbed::Testbed;
 
 const LOCAL: u32 = 1;
 const REMOTE: u32 = 2;
@@ -25,7 +26,7 @@ fn token_cfg(token: Option<u64>) -> FlowConfig {
 }
 
 fn endpoint(token: Option<u64>) -> Endpoint {
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     ep.connect(Instant::ZERO, LOCAL, REMOTE, &token_cfg(token))
         .unwrap();
     ep
@@ -111,7 +112,7 @@ fn right_token_is_accepted() {
         Ok(())
     );
     assert_eq!(ep.stats().bad_token, 0);
-    let h = rondo_ud::ConnectionHandle(0);
+    let h = rondo_proto::ConnectionHandle(0);
     assert_eq!(
         ep.poll_event(h),
         Some(Event::Received {
@@ -181,7 +182,7 @@ fn transfer_with_tokens_on_both_sides() {
         paths: 2,
         ..token_cfg(Some(TOKEN))
     };
-    let mut tb = Testbed::new(1, 100.0, &paths, &cfg, EndpointConfig::default()).unwrap();
+    let mut tb = Testbed::new(1, 100.0, &paths, &cfg, BufferConfig::default()).unwrap();
     let data: Vec<u8> = (0..300_000u32).map(|i| (i * 13 + 1) as u8).collect();
     tb.post(7, data.clone()).unwrap();
     assert!(tb.run_until(Instant::from_us(20_000), |t| t.send_completions() == 1));

@@ -56,7 +56,7 @@ fn steady_state_allocates_nothing_per_packet() {
     let msg = pattern(24 << 20, 3);
     a.host.post(a.conn, clock.now(), 1, msg).unwrap();
     let packets =
-        |b: &Side<rondo_ud::Endpoint>| b.host.connection(b.conn).receiver_stats().data_packets;
+        |b: &Side<rondo_proto::Endpoint>| b.host.connection(b.conn).receiver_stats().data_packets;
     // Warm up: queues, tables and histograms reach their working size.
     assert!(drive(&mut a, &mut b, &clock, 5_000_000, |_, b| packets(b)
         >= 6_000));

@@ -5,9 +5,9 @@
 
 mod udp_util;
 
+use rondo_proto::wire::{Body, CommonRepr, DataRepr, Flags, Repr};
+use rondo_proto::{Event, Host, Instant, Priority, Psn, Transmit};
 use rondo_ud::udp::{set_socket_tos, Clock, UdpConfig, UdpDatapath};
-use rondo_ud::wire::{Body, CommonRepr, DataRepr, Flags, Repr};
-use rondo_ud::{Event, Host, Instant, Priority, Psn, Transmit};
 use std::net::UdpSocket;
 use std::time::Duration;
 use udp_util::*;

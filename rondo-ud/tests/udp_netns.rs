@@ -10,8 +10,8 @@
 
 mod udp_util;
 
+use rondo_proto::{BufferConfig, Endpoint, Event, SharedBuffer};
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath, DEFAULT_PORT};
-use rondo_ud::{Endpoint, EndpointConfig, Event};
 use std::net::{IpAddr, SocketAddr};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -133,7 +133,7 @@ fn transfer_between_network_namespaces() {
         .map(|i| SocketAddr::new(peer_ip, DEFAULT_PORT + i))
         .collect();
     let cfg = flow(PATHS);
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep.connect(clock.now(), FLOW_A, FLOW_B, &cfg).unwrap();
     dp.add_peer(FLOW_A, peer).unwrap();
     ep.post(h, clock.now(), 1, pattern(MSG_LEN, SEED)).unwrap();
@@ -187,7 +187,7 @@ fn netns_peer_side() {
         ..UdpConfig::default() // the default port, 4792
     })
     .unwrap();
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep
         .connect(clock.now(), FLOW_B, FLOW_A, &flow(PATHS))
         .unwrap();

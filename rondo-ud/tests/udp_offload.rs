@@ -5,8 +5,8 @@
 
 mod udp_util;
 
+use rondo_proto::Event;
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-use rondo_ud::Event;
 use std::net::UdpSocket;
 use std::time::Duration;
 use udp_util::*;
@@ -86,8 +86,8 @@ fn raw_blast_reaches_every_datagram_with_and_without_offloads() {
 fn datapath_and_endpoint_are_send() {
     fn send<T: Send>() {}
     send::<UdpDatapath>();
-    send::<rondo_ud::Endpoint>();
-    send::<rondo_ud::fault::FaultInjector<rondo_ud::Endpoint>>();
+    send::<rondo_proto::Endpoint>();
+    send::<rondo_ud::fault::FaultInjector<rondo_proto::Endpoint>>();
     let dp = UdpDatapath::bind(loopback(2)).unwrap();
     let addrs = std::thread::spawn(move || dp.local_addrs().to_vec())
         .join()

@@ -5,8 +5,8 @@
 
 mod udp_util;
 
+use rondo_proto::Event;
 use rondo_ud::udp::Clock;
-use rondo_ud::Event;
 use udp_util::*;
 
 #[test]
@@ -69,7 +69,7 @@ fn byte_exact_under_injected_loss_and_reordering() {
         reorder_depth: 6,
         ..FaultConfig::default()
     };
-    let wrap = |s: Side<rondo_ud::Endpoint>, seed| Side {
+    let wrap = |s: Side<rondo_proto::Endpoint>, seed| Side {
         dp: s.dp,
         host: FaultInjector::new(s.host, faults, seed),
         conn: s.conn,

@@ -6,11 +6,11 @@
 //! device list is empty) it prints one line saying the tests were skipped and why,
 //! and reports them as skipped, never as passed.
 
+use rondo_proto::{BufferConfig, ConnectionHandle, Endpoint, Event, SharedBuffer};
 use rondo_ud::udp::Clock;
 use rondo_ud::verbs::exchange::EndpointInfo;
 use rondo_ud::verbs::inventory::{inventory, GidKind};
 use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath, VerbsError, VerbsStats};
-use rondo_ud::{ConnectionHandle, Endpoint, EndpointConfig, Event};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
@@ -96,7 +96,7 @@ fn side(dp: VerbsDatapath, peer: EndpointInfo, clock: &Clock, local: u32, remote
     let mut dp = dp;
     dp.add_peer(local, peer)
         .expect("add the peer: one AH per path and priority");
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let cfg = flow_config(peer.paths, dp.mtu());
     dp.check_flow(&cfg).expect("the flow fits the send slots");
     let conn = ep.connect(clock.now(), local, remote, &cfg).unwrap();
@@ -153,7 +153,7 @@ fn run_transfer(cfg: &VerbsConfig, in_place: bool) -> (VerbsStats, VerbsStats) {
     }
     let msgs: Vec<Vec<u8>> = (0..6u64)
         .map(|i| {
-            let mut rng = rondo_ud::mem::rng::Rng::new(i);
+            let mut rng = rondo_proto::rng::Rng::new(i);
             (0..100_003 * (i as usize + 1))
                 .map(|_| rng.next_u64() as u8)
                 .collect()

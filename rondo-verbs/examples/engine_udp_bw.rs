@@ -3,8 +3,8 @@
 //!
 //! `cargo run --release -p rondo-verbs --example engine_udp_bw -- [BYTES] [ITERS] [PATHS]`
 
+use rondo_proto::{BufferConfig, Endpoint, Event, FlowConfig, SharedBuffer};
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-use rondo_ud::{Endpoint, EndpointConfig, Event, FlowConfig};
 
 fn main() {
     let args: Vec<usize> = std::env::args()
@@ -27,20 +27,18 @@ fn main() {
         ..rondo_ud::udp::flow_config(paths)
     };
     let clock = Clock::new();
-    let ec = EndpointConfig {
-        reorder: reorder::BufferConfig {
-            slot_size: 9000,
-            capacity_bytes: 4 << 20,
-            ..Default::default()
-        },
+    let ec = BufferConfig {
+        slot_size: 9000,
+        capacity_bytes: 4 << 20,
+        ..Default::default()
     };
     let (mut da, mut db) = (
         UdpDatapath::bind(udp.clone()).unwrap(),
         UdpDatapath::bind(udp).unwrap(),
     );
     let (mut ea, mut eb) = (
-        Endpoint::new(ec.clone()).unwrap(),
-        Endpoint::new(ec).unwrap(),
+        Endpoint::new(SharedBuffer::new(ec).unwrap()),
+        Endpoint::new(SharedBuffer::new(ec).unwrap()),
     );
     let ha = ea.connect(clock.now(), 1, 2, &cfg).unwrap();
     let hb = eb.connect(clock.now(), 2, 1, &cfg).unwrap();

@@ -10,8 +10,8 @@
 //! `paper`: `FlowConfig::default()`; `h3`: `rondo_ud::udp::flow_config`), `WAIT_US`
 //! (longest sleep of a driver loop, default 1000).
 
+use rondo_proto::{BufferConfig, Endpoint, Event, FlowConfig, SharedBuffer};
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-use rondo_ud::{Endpoint, EndpointConfig, Event, FlowConfig};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +56,8 @@ fn main() {
         .ok()
         .and_then(|v| v.parse::<u64>().ok())
     {
-        cfg.base_rtt = (us > 0).then(|| vec![rondo_ud::Duration::from_us(us); usize::from(paths)]);
+        cfg.base_rtt =
+            (us > 0).then(|| vec![rondo_proto::Duration::from_us(us); usize::from(paths)]);
     }
     if let Some(t) = std::env::var("TAU").ok().and_then(|v| v.parse().ok()) {
         cfg.target_queue_rtts = t;
@@ -81,10 +82,10 @@ fn main() {
         cfg.initial_window = w;
     }
     if let Some(ms) = std::env::var("RTO_MS").ok().and_then(|v| v.parse().ok()) {
-        cfg.rto_min = rondo_ud::Duration::from_ms(ms);
+        cfg.rto_min = rondo_proto::Duration::from_ms(ms);
     }
     if let Some(us) = std::env::var("DTOL_US").ok().and_then(|v| v.parse().ok()) {
-        cfg.delay_stable_tolerance = rondo_ud::Duration::from_us(us);
+        cfg.delay_stable_tolerance = rondo_proto::Duration::from_us(us);
     }
     if let Some(g) = std::env::var("LINE_GBPS")
         .ok()
@@ -99,12 +100,10 @@ fn main() {
         max_datagram: mtu.max(9216),
         ..UdpConfig::default()
     };
-    let ec = EndpointConfig {
-        reorder: reorder::BufferConfig {
-            slot_size: mtu,
-            capacity_bytes: 16 << 20,
-            ..Default::default()
-        },
+    let ec = BufferConfig {
+        slot_size: mtu,
+        capacity_bytes: 16 << 20,
+        ..Default::default()
     };
     let clock = Clock::new();
     let (mut da, mut db) = (
@@ -112,8 +111,8 @@ fn main() {
         UdpDatapath::bind(udp).expect("bind"),
     );
     let (mut ea, mut eb) = (
-        Endpoint::new(ec.clone()).expect("endpoint"),
-        Endpoint::new(ec).expect("endpoint"),
+        Endpoint::new(SharedBuffer::new(ec).expect("endpoint")),
+        Endpoint::new(SharedBuffer::new(ec).expect("endpoint")),
     );
     let ha = ea.connect(clock.now(), 1, 2, &cfg).expect("connect");
     let hb = eb.connect(clock.now(), 2, 1, &cfg).expect("connect");

@@ -12,8 +12,8 @@ use crate::udp::{UdpAttr, UdpBackend};
 use crate::verbs_backend::{VerbsAttr, VerbsBackend, VerbsContextStats};
 use crate::VerbsError;
 use reorder::BufferConfig;
+use rondo_proto::{Endpoint, Instant, SharedBuffer};
 use rondo_ud::mem::HostId;
-use rondo_ud::{Endpoint, EndpointConfig, Instant};
 use std::sync::Arc;
 
 /// The devices this build can open: `mem`, `udp`, and with the `verbs` feature
@@ -68,27 +68,26 @@ impl core::fmt::Debug for Context {
 }
 
 fn endpoint(attr: &ContextAttr) -> Result<Endpoint, VerbsError> {
-    if attr.max_mtu <= rondo_ud::wire::DATA_HEADER_LEN || attr.max_mtu > 65_535 {
+    if attr.max_mtu <= rondo_proto::wire::DATA_HEADER_LEN || attr.max_mtu > 65_535 {
         return Err(VerbsError::InvalidAttr {
             name: "max_mtu",
             reason: format!(
                 "{} bytes; give {} to 65535",
                 attr.max_mtu,
-                rondo_ud::wire::DATA_HEADER_LEN + 1
+                rondo_proto::wire::DATA_HEADER_LEN + 1
             ),
         });
     }
-    Endpoint::new(EndpointConfig {
-        reorder: BufferConfig {
-            capacity_bytes: attr.reorder_buffer_bytes,
-            slot_size: attr.max_mtu,
-            ..BufferConfig::default()
-        },
+    let buffer = SharedBuffer::new(BufferConfig {
+        capacity_bytes: attr.reorder_buffer_bytes,
+        slot_size: attr.max_mtu,
+        ..BufferConfig::default()
     })
     .map_err(|e| VerbsError::Alloc {
         bytes: attr.reorder_buffer_bytes,
         reason: e.to_string(),
-    })
+    })?;
+    Ok(Endpoint::new(buffer))
 }
 
 impl Context {

@@ -8,8 +8,8 @@
 
 use crate::host::VerbsHost;
 use crate::VerbsError;
+use rondo_proto::{Host, Instant, Transmit};
 use rondo_ud::mem::{HostId, LinkId, Network, PathSpec};
-use rondo_ud::{Host, Instant, Transmit};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -46,7 +46,7 @@ impl FabricConfig {
 
     /// The same fabric with a uniform extra delay in `[0, jitter)` per packet on every
     /// path: packets overtake each other.
-    pub fn with_jitter(mut self, jitter: rondo_ud::Duration) -> FabricConfig {
+    pub fn with_jitter(mut self, jitter: rondo_proto::Duration) -> FabricConfig {
         for s in &mut self.paths {
             s.jitter = jitter;
         }

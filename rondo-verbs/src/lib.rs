@@ -97,12 +97,12 @@ pub use fabric::{FabricConfig, MemFabric};
 pub use host::MAX_MESSAGE_BYTES;
 pub use mr::{MemoryRegion, ProtectionDomain};
 pub use qp::{PeerAddr, QpEndpoint, QueuePair};
+pub use rondo_proto::{Duration, FlowConfig, Instant};
 pub use rondo_ud::mem::PathSpec;
 #[cfg(target_os = "linux")]
 pub use rondo_ud::udp::UdpConfig;
 #[cfg(all(feature = "verbs", target_os = "linux"))]
 pub use rondo_ud::verbs::{exchange::EndpointInfo, VerbsStats};
-pub use rondo_ud::{Duration, FlowConfig, Instant};
 pub use types::*;
 #[cfg(target_os = "linux")]
 pub use udp::{udp_flow_config, UdpAttr, HOST_BASE_RTT, HOST_REORDER_PACKETS, HOST_RTO_MIN};

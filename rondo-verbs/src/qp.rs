@@ -7,7 +7,7 @@ use crate::host::MAX_MESSAGE_BYTES;
 use crate::mr::ProtectionDomain;
 use crate::types::{QpInitAttr, QpState, QpStats, RecvWr, SendWr};
 use crate::VerbsError;
-use rondo_ud::FlowConfig;
+use rondo_proto::FlowConfig;
 use std::sync::Arc;
 
 /// Where a QP can be reached.
@@ -323,8 +323,8 @@ impl QueuePair {
     /// header, token extension and verbs header): "MTU payload" of a message.
     pub fn packet_payload(&self) -> usize {
         self.inner.attr.mtu
-            - rondo_ud::wire::DATA_HEADER_LEN
-            - rondo_ud::wire::token_overhead(Some(0))
+            - rondo_proto::wire::DATA_HEADER_LEN
+            - rondo_proto::wire::token_overhead(Some(0))
             - HEADER_LEN
     }
 

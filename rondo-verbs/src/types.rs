@@ -1,7 +1,7 @@
 //! Work requests, work completions, attributes and counters, in ibverbs' vocabulary.
 
 use crate::mr::MemoryRegion;
-use rondo_ud::{Duration, FlowConfig};
+use rondo_proto::{Duration, FlowConfig};
 
 /// Access rights of a memory region (`IBV_ACCESS_*`). Local read is always allowed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

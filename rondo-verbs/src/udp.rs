@@ -17,15 +17,15 @@ use crate::host::{Keys, VerbsHost};
 use crate::progress::{drive_until, progress_loop, Policy, Rounds, Shared, Sleep};
 use crate::types::ContextStats;
 use crate::VerbsError;
-use rondo_ud::mem::rng::Rng;
+use rondo_proto::rng::Rng;
+use rondo_proto::{Endpoint, Host, Instant, PayloadRef, Transmit};
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath, Waiter, Waker};
-use rondo_ud::{Endpoint, Host, Instant, PayloadRef, Transmit};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
 /// How long a reordered datagram is held at most before it is delivered anyway.
-const HOLD: rondo_ud::Duration = rondo_ud::Duration::from_us(50);
+const HOLD: rondo_proto::Duration = rondo_proto::Duration::from_us(50);
 /// Engine timers closer than this are waited for by running rounds, not by sleeping
 /// (the kernel's timer slack makes short sleeps long).
 const SHORT_WAIT: std::time::Duration = std::time::Duration::from_micros(20);
@@ -33,9 +33,9 @@ const SHORT_WAIT: std::time::Duration = std::time::Duration::from_micros(20);
 const MAX_SLEEP: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Base RTT given to the engine per path on the `udp` backend (see [`udp_flow_config`]).
-pub const HOST_BASE_RTT: rondo_ud::Duration = rondo_ud::Duration::from_us(500);
+pub const HOST_BASE_RTT: rondo_proto::Duration = rondo_proto::Duration::from_us(500);
 /// Smallest retransmission timeout on the `udp` backend (see [`udp_flow_config`]).
-pub const HOST_RTO_MIN: rondo_ud::Duration = rondo_ud::Duration::from_ms(25);
+pub const HOST_RTO_MIN: rondo_proto::Duration = rondo_proto::Duration::from_ms(25);
 
 /// Early-recovery threshold on the `udp` backend: four paths' worth of the
 /// datapath's largest receive round (a batch of 64 GRO entries that each hold
@@ -77,8 +77,8 @@ pub const HOST_REORDER_PACKETS: u32 = 1024;
 ///   (`RetryExcErr`) after about 13 s.
 ///
 /// `docs/verbs.md` and `docs/perf.md` have the measurements.
-pub fn udp_flow_config(paths: u16) -> rondo_ud::FlowConfig {
-    rondo_ud::FlowConfig {
+pub fn udp_flow_config(paths: u16) -> rondo_proto::FlowConfig {
+    rondo_proto::FlowConfig {
         base_rtt: Some(vec![HOST_BASE_RTT; usize::from(paths)]),
         rto_min: HOST_RTO_MIN,
         early_recovery_threshold: HOST_REORDER_PACKETS,
@@ -199,7 +199,7 @@ impl Host for UdpHost {
     ) -> Option<(Transmit, Option<PayloadRef>)> {
         self.host.poll_transmit_split(now, buf)
     }
-    fn payload(&self, r: PayloadRef) -> rondo_ud::PayloadBytes<'_> {
+    fn payload(&self, r: PayloadRef) -> rondo_proto::PayloadBytes<'_> {
         self.host.payload(r)
     }
     fn poll_timeout(&self) -> Option<Instant> {

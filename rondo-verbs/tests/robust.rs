@@ -4,9 +4,9 @@
 
 mod common;
 use common::*;
-use rondo_ud::mem::rng::Rng;
-use rondo_ud::wire::{Body, CommonRepr, DataRepr, Flags, Repr};
-use rondo_ud::Psn;
+use rondo_proto::rng::Rng;
+use rondo_proto::wire::{Body, CommonRepr, DataRepr, Flags, Repr};
+use rondo_proto::Psn;
 use rondo_verbs::header::HEADER_LEN;
 use rondo_verbs::*;
 

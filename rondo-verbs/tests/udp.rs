@@ -175,15 +175,15 @@ fn forged_udp_datagrams_are_counted_and_dropped() {
     // Garbage, and a well-formed header for B's QP with no token.
     sock.send_to(b"garbage", target).unwrap();
     let mut d = vec![0u8; 200];
-    let repr = rondo_ud::wire::Repr {
-        common: rondo_ud::wire::CommonRepr {
+    let repr = rondo_proto::wire::Repr {
+        common: rondo_proto::wire::CommonRepr {
             flow: b.qp.qp_num(),
-            psn: rondo_ud::Psn(0),
+            psn: rondo_proto::Psn(0),
             path: 0,
-            flags: rondo_ud::wire::Flags::empty(),
+            flags: rondo_proto::wire::Flags::empty(),
             timestamp_ns: 0,
         },
-        body: rondo_ud::wire::Body::Data(rondo_ud::wire::DataRepr {
+        body: rondo_proto::wire::Body::Data(rondo_proto::wire::DataRepr {
             msg_id: 0,
             msg_len: 50,
             offset: 0,

@@ -106,7 +106,7 @@ impl Default for SimConfig {
 impl SimConfig {
     /// Checks every value.
     pub fn validate(&self) -> Result<(), SimError> {
-        let min_mtu = rondo_ud::wire::DATA_HEADER_LEN + 1;
+        let min_mtu = rondo_proto::wire::DATA_HEADER_LEN + 1;
         if !(min_mtu..=9216).contains(&self.mtu) {
             return Err(config_err("mtu", self.mtu, "49 to 9216 bytes"));
         }

@@ -45,13 +45,16 @@ pub enum SimError {
     },
     /// The engine refused a connection (bad flow configuration).
     #[error("the engine refused the flow: {0}")]
-    Endpoint(#[from] rondo_ud::EndpointError),
+    Endpoint(#[from] rondo_proto::EndpointError),
+    /// A host's reorder buffer could not be created.
+    #[error("reorder buffer: {0}")]
+    Reorder(#[from] reorder::ReorderError),
     /// A flow's datagrams do not fit the simulator's packet buffers.
     #[error("the flow cannot send: {0}")]
-    TransmitBuffer(#[from] rondo_ud::BufferTooSmall),
+    TransmitBuffer(#[from] rondo_proto::BufferTooSmall),
     /// The engine refused a message.
     #[error("the engine refused a message: {0}")]
-    Post(#[from] rondo_ud::PostError),
+    Post(#[from] rondo_proto::PostError),
 }
 
 pub(crate) fn config_err(

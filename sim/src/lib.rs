@@ -1,10 +1,10 @@
 //! Rondo's discrete-event packet-level simulator.
 //!
-//! Every host runs a real [`rondo_ud::Endpoint`] (one per host, its shared reorder
-//! buffer being the NIC's), driven through the [`rondo_ud::Host`] trait exactly as
+//! Every host runs a real [`rondo_proto::Endpoint`] (one per host, its shared reorder
+//! buffer being the NIC's), driven through the [`rondo_proto::Host`] trait exactly as
 //! the datagram backends drive it: the simulator only moves bytes and time.
 //!
-//! - Time is integer picoseconds ([`rondo_ud::time::Instant`]). Events sit in a
+//! - Time is integer picoseconds ([`rondo_proto::time::Instant`]). Events sit in a
 //!   radix heap keyed by (time, sequence), so ties run in the order they were
 //!   scheduled; each link keeps at most one pending serialisation event and one
 //!   pending arrival event (the head of its wire), each host at most one valid
@@ -21,8 +21,8 @@
 //!
 //! ```
 //! use rondo_sim::{FlowSpec, PathSpec, SimConfig, Simulator, Topology};
-//! use rondo_ud::time::{Duration, Instant};
-//! use rondo_ud::FlowConfig;
+//! use rondo_proto::time::{Duration, Instant};
+//! use rondo_proto::FlowConfig;
 //!
 //! let topo = Topology::Parallel {
 //!     host_gbps: 100.0,

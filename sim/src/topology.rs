@@ -6,7 +6,7 @@
 
 use crate::error::{topo_err, SimError};
 use crate::net::fabric::{Fabric, FabricBuilder};
-use rondo_ud::time::Duration;
+use rondo_proto::time::Duration;
 
 /// One path of the [`Topology::Parallel`] topology (both directions).
 #[derive(Clone, Debug, PartialEq)]

@@ -1,7 +1,7 @@
 //! Time series sampled at a fixed interval (see [`crate::Simulator::enable_trace`]).
 
 use crate::LinkId;
-use rondo_ud::time::{Duration, Instant};
+use rondo_proto::time::{Duration, Instant};
 
 /// One sample of a [`Trace`].
 #[derive(Clone, Debug, PartialEq)]

@@ -3,9 +3,9 @@
 //! simulated time so the suite stays fast; `rondo sim --builtin NAME` runs the full
 //! built-ins.
 
+use rondo_proto::time::Instant;
 use rondo_sim::scenario::{builtin, run, Override, Report, RunOptions, Scenario};
 use rondo_sim::Simulator;
-use rondo_ud::time::Instant;
 
 /// The scenarios of built-in `name` with `sets` applied.
 fn scenarios(name: &str, sets: &[&str]) -> Vec<Scenario> {
@@ -122,8 +122,11 @@ fn fig18_flows_join_and_leave_without_losing_the_link() {
     let s = &scenarios("fig18", &[])[0];
     let mut sim = rondo_sim::scenario::build(s, "fig18").unwrap();
     let receiver = sim.link(rondo_sim::LinkKind::HostDown, 0).unwrap();
-    sim.enable_trace(rondo_ud::time::Duration::from_us(2), Some(vec![receiver]))
-        .unwrap();
+    sim.enable_trace(
+        rondo_proto::time::Duration::from_us(2),
+        Some(vec![receiver]),
+    )
+    .unwrap();
     let before = phase(&mut sim, 200, 500);
     let during = phase(&mut sim, 550, 950);
     let after = phase(&mut sim, 1050, 1500);

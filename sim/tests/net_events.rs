@@ -1,10 +1,10 @@
 //! Timed events and whole-run properties: a link failure during a transfer, a
 //! rate change, determinism, warm-up, tracing and long-lived flows on fig2.
 
+use rondo_proto::time::{Duration, Instant};
 use rondo_sim::{
     FlowSpec, LinkChange, LinkKind, Metrics, PathSpec, RunEnd, SimConfig, Simulator, Topology,
 };
-use rondo_ud::time::{Duration, Instant};
 
 fn four_paths() -> Topology {
     Topology::Parallel {

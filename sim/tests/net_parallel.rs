@@ -2,11 +2,11 @@
 //! `rondo_ud` (the same engine over the same links), on equal and on unequal
 //! path delays.
 
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::{BufferConfig, FlowConfig};
 use rondo_sim::{FlowSpec, PathSpec, SimConfig, Simulator, Topology};
 use rondo_ud::mem;
 use rondo_ud::testbed::Testbed;
-use rondo_ud::time::{Duration, Instant};
-use rondo_ud::{EndpointConfig, FlowConfig};
 
 const RATES: [f64; 4] = [25.0, 20.0, 15.0, 10.0];
 const BYTES: u64 = 4 << 20;
@@ -36,7 +36,7 @@ fn testbed_goodput_utilization(delays_us: &[f64; 4]) -> (f64, f64) {
         100.0,
         &paths,
         &FlowConfig::default(),
-        EndpointConfig::default(),
+        BufferConfig::default(),
     )
     .unwrap();
     // Messages of the simulator's size, so both transfers are the same packets.
@@ -61,7 +61,7 @@ fn testbed_goodput_utilization(delays_us: &[f64; 4]) -> (f64, f64) {
         packets += n.div_ceil(payload);
         left -= n;
     }
-    let wire_bits = (BYTES + packets * rondo_ud::wire::DATA_HEADER_LEN as u64) * 8;
+    let wire_bits = (BYTES + packets * rondo_proto::wire::DATA_HEADER_LEN as u64) * 8;
     (
         BYTES as f64 * 8.0 / secs / 1e9,
         wire_bits as f64 / secs / 1e9 / 70.0,

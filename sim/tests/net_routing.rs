@@ -2,9 +2,9 @@
 //! equal-cost path counts of the paper's Clos, paths spread over next hops, the
 //! same hash giving the same route, and clear errors for impossible topologies.
 
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::FlowConfig;
 use rondo_sim::{FlowSpec, LinkId, LinkKind, PathSpec, SimConfig, SimError, Simulator, Topology};
-use rondo_ud::time::{Duration, Instant};
-use rondo_ud::FlowConfig;
 use std::collections::BTreeSet;
 
 fn fattree(k: u32, seed: u64) -> Simulator {

@@ -2,11 +2,11 @@
 //! (host 0's NIC -> switch -> path link -> host 1): strict priority, the probe
 //! drop threshold, per-queue and shared-buffer drops, ECN marking, PFC.
 
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::Priority;
 use rondo_sim::{
     LinkChange, LinkKind, PathSpec, PfcConfig, SimConfig, Simulator, SwitchConfig, Topology,
 };
-use rondo_ud::time::{Duration, Instant};
-use rondo_ud::Priority;
 
 const MTU: usize = 1500;
 

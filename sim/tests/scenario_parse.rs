@@ -458,8 +458,8 @@ fn switch_and_transport_keys_reach_the_simulator_and_the_engine() {
     .transport
     .flow_config(1500, 100e9);
     assert!(!t.scheduler && !t.probing);
-    assert_eq!(t.path_selection, rondo_ud::PathSelection::Random);
+    assert_eq!(t.path_selection, rondo_proto::PathSelection::Random);
     assert_eq!(t.q0, 4.0);
-    assert_eq!(t.rto_min, rondo_ud::Duration::from_us(250));
+    assert_eq!(t.rto_min, rondo_proto::Duration::from_us(250));
     assert!(t.validate().is_ok());
 }

@@ -1,11 +1,11 @@
 //! Workload generators: seeded, and shaped as their names say.
 
+use rondo_proto::rng::Rng;
+use rondo_proto::Duration;
 use rondo_sim::scenario::workload::{
     all_to_all_sizes, derangement, generate, incast_senders, Context, FlowPlan,
 };
 use rondo_sim::scenario::{parse, FlowSizeCdf, Override, WorkloadSpec, HADOOP, WEB_SEARCH};
-use rondo_ud::mem::rng::Rng;
-use rondo_ud::Duration;
 
 fn ctx(hosts: usize) -> Context {
     Context {

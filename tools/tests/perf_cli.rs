@@ -10,12 +10,13 @@ use std::net::TcpStream;
 /// The default datagram size: 4096 bytes of application data plus the engine's data
 /// header, token extension and the verbs header.
 const DEFAULT_MTU: usize = 4096
-    + rondo_ud::wire::DATA_HEADER_LEN
-    + rondo_ud::wire::TOKEN_EXT_LEN
+    + rondo_proto::wire::DATA_HEADER_LEN
+    + rondo_proto::wire::TOKEN_EXT_LEN
     + rondo_verbs::header::HEADER_LEN;
 /// Datagrams of a 16 KiB raw-UDP message at the default size (raw datagrams carry
 /// the MTU less a data header).
-const RAW_PER_16K: u64 = 16384u64.div_ceil((DEFAULT_MTU - rondo_ud::wire::DATA_HEADER_LEN) as u64);
+const RAW_PER_16K: u64 =
+    16384u64.div_ceil((DEFAULT_MTU - rondo_proto::wire::DATA_HEADER_LEN) as u64);
 
 fn assert_bandwidth_keys(v: &Value) {
     for key in [
@@ -126,8 +127,8 @@ fn rondo_moves_every_operation_byte_exact() {
 fn rondo_moves_single_messages_of_boundary_sizes() {
     // Application bytes in one full packet of the default datagram size.
     let payload = DEFAULT_MTU
-        - rondo_ud::wire::DATA_HEADER_LEN
-        - rondo_ud::wire::token_overhead(Some(0))
+        - rondo_proto::wire::DATA_HEADER_LEN
+        - rondo_proto::wire::token_overhead(Some(0))
         - rondo_verbs::header::HEADER_LEN;
     let server = Server::start(&[]);
     for op in ["write", "send", "read"] {

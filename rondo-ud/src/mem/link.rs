@@ -3,9 +3,9 @@
 
 use std::collections::VecDeque;
 
-use super::rng::Rng;
-use crate::time::{Duration, Instant};
-use crate::transmit::Priority;
+use rondo_proto::rng::Rng;
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::transmit::Priority;
 
 /// Configuration of a link. Every field may be changed while the network runs,
 /// through [`Network::link_mut`](super::Network::link_mut).

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use rondo_ud::mem::{LinkConfig, Network};
-//! use rondo_ud::{Duration, Host, Instant, Priority, Transmit};
+//! use rondo_proto::{Duration, Host, Instant, Priority, Transmit};
 //!
 //! /// Sends one 1500-byte datagram at once; counts what it receives.
 //! #[derive(Default)]
@@ -38,7 +38,6 @@
 
 mod link;
 mod pair;
-pub mod rng;
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
@@ -47,10 +46,10 @@ pub use link::{ClassStats, LinkConfig, LinkStats, QueueSample};
 pub use pair::{Pair, PathSpec};
 
 use link::{Departure, Link, Packet};
-use rng::Rng;
+use rondo_proto::rng::Rng;
 
-use crate::time::{Duration, Instant};
-use crate::transmit::Host;
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::transmit::Host;
 
 /// Index of a link in a [`Network`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -63,7 +62,7 @@ pub struct HostId(pub usize);
 /// Bytes of the buffer handed to [`Host::poll_transmit`]: enough for any flow.
 const SCRATCH_BYTES: usize = 64 * 1024;
 // The setup check of this driver, made once for every flow it can be given.
-const _: () = assert!(SCRATCH_BYTES >= crate::config::MAX_MTU);
+const _: () = assert!(SCRATCH_BYTES >= rondo_proto::config::MAX_MTU);
 
 /// Consecutive timeouts of one host at one instant after which it is declared
 /// stuck: it keeps asking for a timeout now without making progress.

@@ -1,8 +1,8 @@
 //! Two hosts over parallel paths: the paper's two-host testbed (Fig. 9a) in memory.
 
 use super::{HostId, LinkConfig, LinkId, Network};
-use crate::time::Duration;
-use crate::transmit::Host;
+use rondo_proto::time::Duration;
+use rondo_proto::transmit::Host;
 
 /// One path of a [`Pair`], applied to both of its directions.
 #[derive(Clone, Debug, PartialEq)]

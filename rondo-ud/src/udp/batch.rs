@@ -3,8 +3,8 @@
 //! GSO trains when they are sent.
 
 use super::sys::OutMsg;
-use crate::message::PayloadBytes;
-use crate::transmit::PayloadRef;
+use rondo_proto::message::PayloadBytes;
+use rondo_proto::transmit::PayloadRef;
 use std::net::SocketAddr;
 
 /// Most datagrams in one GSO train (the kernel's `UDP_MAX_SEGMENTS`).

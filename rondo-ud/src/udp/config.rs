@@ -1,8 +1,8 @@
 //! Datapath configuration, the flow configuration it suggests, its clock and its
 //! counters.
 
-use crate::time::Instant;
-use crate::transmit::Priority;
+use rondo_proto::time::Instant;
+use rondo_proto::transmit::Priority;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -81,7 +81,7 @@ impl UdpConfig {
         if !(1..=MAX_BATCH).contains(&self.batch) {
             return bad("UdpConfig::batch must be 1 to 1024");
         }
-        if !(crate::wire::COMMON_HEADER_LEN..=65_507).contains(&self.max_datagram) {
+        if !(rondo_proto::wire::COMMON_HEADER_LEN..=65_507).contains(&self.max_datagram) {
             return bad("UdpConfig::max_datagram must be 24 to 65507 bytes");
         }
         if self.dscp_control > 63 || self.dscp_data > 63 || self.dscp_probe > 63 {
@@ -104,7 +104,7 @@ impl UdpConfig {
     }
 }
 
-/// A [`FlowConfig`](crate::FlowConfig) for flows over this datapath, from
+/// A [`FlowConfig`](rondo_proto::FlowConfig) for flows over this datapath, from
 /// `FlowConfig::default()` (the paper's) with what a software datapath needs:
 ///
 /// - `base_rtt` of 1 ms per path: the host's batching and thread wake-ups are part
@@ -119,15 +119,18 @@ impl UdpConfig {
 /// - a 2 ms RTO floor and 30 retries, for the scheduling stalls of a loaded host.
 ///
 /// Measured on loopback with `examples/udp_perf.rs` (see `docs/udp.md`).
-pub fn flow_config(paths: u16) -> crate::FlowConfig {
-    crate::FlowConfig {
+pub fn flow_config(paths: u16) -> rondo_proto::FlowConfig {
+    rondo_proto::FlowConfig {
         paths,
-        base_rtt: Some(vec![crate::time::Duration::from_ms(1); usize::from(paths)]),
+        base_rtt: Some(vec![
+            rondo_proto::time::Duration::from_ms(1);
+            usize::from(paths)
+        ]),
         pacing: false,
         probing: false,
-        rto_min: crate::time::Duration::from_ms(2),
+        rto_min: rondo_proto::time::Duration::from_ms(2),
         retry_limit: 30,
-        ..crate::FlowConfig::default()
+        ..rondo_proto::FlowConfig::default()
     }
 }
 

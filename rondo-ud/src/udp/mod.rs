@@ -1,19 +1,19 @@
 //! The UDP datapath (Linux): one UDP socket per path, batched with
 //! `sendmmsg` / `recvmmsg`, UDP GSO and GRO where the kernel has them, DSCP per
 //! priority class and ECN read back. It drives any [`Host`] (an
-//! [`Endpoint`](crate::Endpoint) in practice); `docs/udp.md` has the details and the
+//! [`Endpoint`](rondo_proto::Endpoint) in practice); `docs/udp.md` has the details and the
 //! network-namespace setup.
 //!
 //! ```no_run
 //! use rondo_ud::udp::{self, Clock, UdpConfig, UdpDatapath};
-//! use rondo_ud::{Endpoint, EndpointConfig};
+//! use rondo_proto::{Endpoint, BufferConfig, SharedBuffer};
 //! use std::time::Duration;
 //!
 //! let mut dp = UdpDatapath::bind(UdpConfig { base_port: 0, ..UdpConfig::default() })?;
 //! let my_addrs = dp.local_addrs().to_vec(); // goes into the endpoint descriptor
 //! # let peer_addrs = my_addrs.clone();
 //! let clock = Clock::new();
-//! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+//! let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
 //! let flow = udp::flow_config(4);
 //! dp.check_flow(&flow).expect("the flow's mtu fits max_datagram");
 //! ep.connect(clock.now(), 1, 2, &flow).unwrap();
@@ -38,10 +38,10 @@ pub use wait::{Waiter, Waker};
 
 use config::CE;
 
-use crate::message::PayloadBytes;
-use crate::time::Instant;
-use crate::transmit::{Host, PayloadRef, Priority};
 use batch::TxQueue;
+use rondo_proto::message::PayloadBytes;
+use rondo_proto::time::Instant;
+use rondo_proto::transmit::{Host, PayloadRef, Priority};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
@@ -211,8 +211,11 @@ impl UdpDatapath {
     /// transmit buffers ([`UdpConfig::max_datagram`] bytes). Call it for every flow
     /// of the host before driving it: a flow whose `mtu` is larger would never send
     /// (see [`Host::poll_transmit`]).
-    pub fn check_flow(&self, cfg: &crate::FlowConfig) -> Result<(), crate::BufferTooSmall> {
-        crate::check_transmit_buffer(self.cfg.max_datagram, cfg.mtu)
+    pub fn check_flow(
+        &self,
+        cfg: &rondo_proto::FlowConfig,
+    ) -> Result<(), rondo_proto::BufferTooSmall> {
+        rondo_proto::check_transmit_buffer(self.cfg.max_datagram, cfg.mtu)
     }
 
     /// Routes the transmits of local flow `local_flow`: path i goes to `addrs[i]`,

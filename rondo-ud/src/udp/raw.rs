@@ -42,7 +42,7 @@ impl UdpDatapath {
                 }
             }
             for path in 0..paths {
-                self.send_queued(path, &|_| crate::PayloadBytes::EMPTY); // whole datagrams: no payload elsewhere
+                self.send_queued(path, &|_| rondo_proto::PayloadBytes::EMPTY); // whole datagrams: no payload elsewhere
             }
         }
         Ok(self.stats.datagrams_out - before)

@@ -212,7 +212,7 @@ unsafe fn push_cmsg<T: Copy>(
 pub(super) fn send<'a>(
     fd: RawFd,
     arrays: &mut MsgArrays,
-    slice: &dyn Fn(usize) -> crate::message::PayloadBytes<'a>,
+    slice: &dyn Fn(usize) -> rondo_proto::message::PayloadBytes<'a>,
     msgs: &[OutMsg],
     v6: bool,
 ) -> io::Result<usize> {

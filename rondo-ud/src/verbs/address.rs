@@ -8,7 +8,7 @@
 
 use super::exchange::EndpointInfo;
 use super::flow_label::{path_flow_labels, FlowLabelError};
-use crate::transmit::Priority;
+use rondo_proto::transmit::Priority;
 
 /// Addressing parameters of the local port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

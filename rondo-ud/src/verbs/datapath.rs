@@ -16,9 +16,9 @@ use super::rx_ring::RxRing;
 use super::send::{SendConfig, SendQueue};
 use super::sys::{self, Ah, AnyCq, Context, Mr, Pd, RegisteredArena, Sge, UdQp, UdSend};
 use super::timestamp::{NicClock, NicRttSample};
-use crate::transmit::{Host, Priority};
 use crate::udp::{Clock, PollOutcome};
 use reorder::HugePages;
+use rondo_proto::transmit::{Host, Priority};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -347,9 +347,9 @@ impl VerbsDatapath {
     /// datagram fits a WR's header and payload entries.
     pub fn receive_in_place(
         &mut self,
-        ep: &mut crate::Endpoint,
-        h: crate::ConnectionHandle,
-        cfg: &crate::FlowConfig,
+        ep: &mut rondo_proto::Endpoint,
+        h: rondo_proto::ConnectionHandle,
+        cfg: &rondo_proto::FlowConfig,
         min_len: u64,
         max_len: u64,
     ) -> Result<(), VerbsError> {
@@ -361,8 +361,11 @@ impl VerbsDatapath {
     /// for every flow of the host before driving it: a flow whose `mtu` is larger
     /// would never send (see [`Host::poll_transmit`]); [`flow_config`] makes one
     /// that fits.
-    pub fn check_flow(&self, cfg: &crate::FlowConfig) -> Result<(), VerbsError> {
-        Ok(crate::check_transmit_buffer(self.driver.mtu, cfg.mtu)?)
+    pub fn check_flow(&self, cfg: &rondo_proto::FlowConfig) -> Result<(), VerbsError> {
+        Ok(rondo_proto::check_transmit_buffer(
+            self.driver.mtu,
+            cfg.mtu,
+        )?)
     }
 
     /// Routes local flow `local_flow` to `peer`: one AH per path and priority.
@@ -407,7 +410,7 @@ impl VerbsDatapath {
     }
 
     /// [`VerbsDatapath::poll`] for a host that takes datagrams in place (an
-    /// [`Endpoint`](crate::Endpoint)): flows set up with
+    /// [`Endpoint`](rondo_proto::Endpoint)): flows set up with
     /// [`VerbsDatapath::receive_in_place`] are received in place.
     pub fn poll_in_place<H: InPlaceHost>(
         &mut self,
@@ -419,13 +422,13 @@ impl VerbsDatapath {
     }
 }
 
-/// A [`FlowConfig`](crate::FlowConfig) for flows over a verbs datapath whose
+/// A [`FlowConfig`](rondo_proto::FlowConfig) for flows over a verbs datapath whose
 /// datagrams are at most `mtu` bytes ([`VerbsDatapath::mtu`], after `add_peer`):
 /// the UDP datapath's settings ([`crate::udp::flow_config`]) with that MTU. A
 /// flow's MTU must not exceed the datapath's: the host writes each datagram into
 /// a send slot of that size.
-pub fn flow_config(paths: u16, mtu: usize) -> crate::FlowConfig {
-    crate::FlowConfig {
+pub fn flow_config(paths: u16, mtu: usize) -> rondo_proto::FlowConfig {
+    rondo_proto::FlowConfig {
         mtu,
         ..crate::udp::flow_config(paths)
     }

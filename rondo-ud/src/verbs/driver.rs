@@ -8,10 +8,10 @@ use super::landing::{self, FlowLanding, LandingCounters};
 use super::rx_ring::RxRing;
 use super::send::{SendQueue, SendWr};
 use super::timestamp::{HostMap, NicClock, NicRttSample, RttMatcher, Unwrap};
-use crate::time::Instant;
-use crate::transmit::Host;
 use crate::udp::{Clock, PollOutcome};
-use crate::wire::{self, Body};
+use rondo_proto::time::Instant;
+use rondo_proto::transmit::Host;
+use rondo_proto::wire::{self, Body};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -249,9 +249,9 @@ impl<N: Nic> Driver<N> {
     /// [`VerbsDatapath::receive_in_place`](super::VerbsDatapath::receive_in_place).
     pub fn receive_in_place(
         &mut self,
-        ep: &mut crate::Endpoint,
-        h: crate::ConnectionHandle,
-        cfg: &crate::FlowConfig,
+        ep: &mut rondo_proto::Endpoint,
+        h: rondo_proto::ConnectionHandle,
+        cfg: &rondo_proto::FlowConfig,
         min_len: u64,
         max_len: u64,
     ) -> Result<(), VerbsError> {
@@ -269,7 +269,8 @@ impl<N: Nic> Driver<N> {
                 "in-place receive needs the flow's mtu equal to the datapath's (flow_config(paths, dp.mtu()))",
             ));
         }
-        let header_len = crate::wire::DATA_HEADER_LEN + crate::wire::token_overhead(cfg.token);
+        let header_len =
+            rondo_proto::wire::DATA_HEADER_LEN + rondo_proto::wire::token_overhead(cfg.token);
         // An earlier entry of the flow stays: WRs may still be posted into its
         // buffers (its placement, once replaced, posts no more).
         let state = Arc::new(Mutex::new(FlowLanding::new(

@@ -1,8 +1,8 @@
 //! NIC completion timestamps and in-place receive through the in-memory NIC.
 
 use super::*;
-use crate::wire::{CommonRepr, DataRepr, Flags, Repr};
-use crate::Psn;
+use rondo_proto::wire::{CommonRepr, DataRepr, Flags, Repr};
+use rondo_proto::Psn;
 
 /// A 20-bit NIC clock at 1 GHz (one tick a nanosecond), so that a test wraps it.
 fn nic_clock() -> NicClock {
@@ -55,8 +55,14 @@ fn nic_timestamps_time_every_arrival_and_pair_data_sends_with_their_acks() {
         // (The in-memory NIC's clock is shared and jumps to each arrival, so
         // queueing at the receiver adds to it; a wrap handled wrong would be off
         // by the counter's whole range.)
-        assert!(s.rtt >= crate::time::Duration::from_ns(2 * DELAY), "{s:?}");
-        assert!(s.rtt < crate::time::Duration::from_ns(c.mask / 2), "{s:?}");
+        assert!(
+            s.rtt >= rondo_proto::time::Duration::from_ns(2 * DELAY),
+            "{s:?}"
+        );
+        assert!(
+            s.rtt < rondo_proto::time::Duration::from_ns(c.mask / 2),
+            "{s:?}"
+        );
         assert_eq!(s.flow, 1);
         assert!(s.path < PATHS);
     }
@@ -76,14 +82,14 @@ fn in_place_pair(
     token: Option<u64>,
     strict: bool,
 ) -> (Side, Side) {
-    let mut cfg = crate::FlowConfig {
+    let mut cfg = rondo_proto::FlowConfig {
         token,
         ..crate::verbs::flow_config(PATHS, MTU)
     };
     if strict {
         cfg.probing = false;
         cfg.scheduler = false;
-        cfg.rto_min = crate::time::Duration::from_ms(10_000);
+        cfg.rto_min = rondo_proto::time::Duration::from_ms(10_000);
     }
     let (a, mut b) = pair_with(wire, clock, &cfg, None);
     b.d.receive_in_place(&mut b.ep, b.conn, &cfg, 2 * MTU as u64, 1 << 24)
@@ -207,8 +213,11 @@ fn a_lost_packet_is_repaired_when_its_retransmission_arrives() {
 
 /// A DATA datagram for `flow`, PSN `psn`, message 0 at `offset`, with `token`.
 fn forged(flow: u32, psn: u32, offset: u64, msg_len: u64, token: Option<u64>) -> Vec<u8> {
-    let payload =
-        vec![0xEE; MTU - crate::wire::DATA_HEADER_LEN - crate::wire::token_overhead(token)];
+    let payload = vec![
+        0xEE;
+        MTU - rondo_proto::wire::DATA_HEADER_LEN
+            - rondo_proto::wire::token_overhead(token)
+    ];
     let repr = Repr {
         common: CommonRepr {
             flow,
@@ -236,7 +245,8 @@ fn forged_headers_never_write_into_places_they_do_not_own() {
     let msg = pattern(600_000, 130);
     send_all(&mut a, &clock, std::slice::from_ref(&msg));
     let initial_psn = crate::verbs::flow_config(PATHS, MTU).initial_psn;
-    let ppp = (MTU - crate::wire::DATA_HEADER_LEN - crate::wire::token_overhead(token)) as u64;
+    let ppp = (MTU - rondo_proto::wire::DATA_HEADER_LEN - rondo_proto::wire::token_overhead(token))
+        as u64;
     let (mut done, mut got, mut aimed) = (false, Vec::new(), false);
     for round in 0..200_000u32 {
         a.d.poll(&mut a.ep, &clock, Duration::ZERO).unwrap();
@@ -306,7 +316,7 @@ fn in_place_setup_checks_the_flow() {
     let clock = Clock::new();
     let (_, mut b) = pair(&wire, &clock);
     let cfg = crate::verbs::flow_config(PATHS, MTU);
-    let other_token = crate::FlowConfig {
+    let other_token = rondo_proto::FlowConfig {
         token: Some(1),
         ..cfg.clone()
     };

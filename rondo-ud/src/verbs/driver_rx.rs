@@ -3,17 +3,17 @@
 //! timestamps, and handing datagrams to the host.
 
 use super::{Driver, Nic, RecvDesc, SlotUse};
-use crate::time::Instant;
-use crate::transmit::Host;
 use crate::udp::Clock;
 use crate::verbs::error::VerbsError;
 use crate::verbs::grh::{self, GRH_LEN};
 use crate::verbs::landing;
-use crate::wire::{self, Body};
-use crate::Endpoint;
+use rondo_proto::time::Instant;
+use rondo_proto::transmit::Host;
+use rondo_proto::wire::{self, Body};
+use rondo_proto::Endpoint;
 
 /// A host that can take a datagram whose payload a datapath received in place
-/// (at the target its [`Placement`](crate::placement::Placement) handed out).
+/// (at the target its [`Placement`](rondo_proto::placement::Placement) handed out).
 /// [`Endpoint`] is one; a host that wraps an endpoint forwards to it.
 pub trait InPlaceHost: Host {
     /// A DATA datagram whose header is `header` and whose `payload_len` payload
@@ -59,7 +59,7 @@ impl<H: Host> Host for NoInPlace<'_, H> {
     fn handle_timeout(&mut self, now: Instant) {
         self.0.handle_timeout(now);
     }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<crate::Transmit> {
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<rondo_proto::Transmit> {
         self.0.poll_transmit(now, buf)
     }
     fn poll_timeout(&self) -> Option<Instant> {

@@ -8,7 +8,7 @@ use crate::verbs::exchange::EndpointInfo;
 use crate::verbs::flow_label::roce_source_port;
 use crate::verbs::grh::GRH_LEN;
 use crate::verbs::send::SendConfig;
-use crate::{Endpoint, EndpointConfig, Event};
+use rondo_proto::{BufferConfig, Endpoint, Event, SharedBuffer};
 use std::cell::RefCell;
 use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
@@ -288,7 +288,7 @@ impl FakeNic {
 struct Side {
     d: Driver<FakeNic>,
     ep: Endpoint,
-    conn: crate::ConnectionHandle,
+    conn: rondo_proto::ConnectionHandle,
 }
 
 fn driver(qpn: u32, wire: &Rc<RefCell<Wire>>, nic_clock: Option<NicClock>) -> Driver<FakeNic> {
@@ -335,15 +335,15 @@ fn pair(wire: &Rc<RefCell<Wire>>, clock: &Clock) -> (Side, Side) {
 fn pair_with(
     wire: &Rc<RefCell<Wire>>,
     clock: &Clock,
-    cfg: &crate::FlowConfig,
+    cfg: &rondo_proto::FlowConfig,
     nic_clock: Option<NicClock>,
 ) -> (Side, Side) {
     let mut a = driver(0x11, wire, nic_clock);
     let mut b = driver(0x22, wire, nic_clock);
     route_to(&mut a, 1, 0x22);
     route_to(&mut b, 2, 0x11);
-    let mut ea = Endpoint::new(EndpointConfig::default()).unwrap();
-    let mut eb = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ea = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
+    let mut eb = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let ha = ea.connect(clock.now(), 1, 2, cfg).unwrap();
     let hb = eb.connect(clock.now(), 2, 1, cfg).unwrap();
     (
@@ -361,7 +361,7 @@ fn pair_with(
 }
 
 fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = crate::mem::rng::Rng::new(seed);
+    let mut rng = rondo_proto::rng::Rng::new(seed);
     (0..len).map(|_| rng.next_u64() as u8).collect()
 }
 
@@ -526,7 +526,7 @@ fn transmits_without_a_route_are_unroutable() {
     let wire = Rc::new(RefCell::new(Wire::default()));
     let clock = Clock::new();
     let mut d = driver(0x33, &wire, None);
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep
         .connect(clock.now(), 7, 8, &crate::verbs::flow_config(PATHS, MTU))
         .unwrap();

@@ -45,7 +45,7 @@ pub enum VerbsError {
     RxRing(#[from] super::rx_ring::RxRingError),
     /// A flow's datagrams do not fit the send slots (`VerbsDatapath::check_flow`).
     #[error(transparent)]
-    BufferTooSmall(#[from] crate::BufferTooSmall),
+    BufferTooSmall(#[from] rondo_proto::BufferTooSmall),
     /// The peer's addressing data does not fit.
     #[error("peer endpoint: {0}")]
     Peer(String),

@@ -22,7 +22,7 @@
 //!   any datagram, so it never reaches a place it does not own.
 #![allow(unsafe_code)] // message buffers the NIC writes into; each block says why it is sound
 
-use crate::placement::Placement;
+use rondo_proto::placement::Placement;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 

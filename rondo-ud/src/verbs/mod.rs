@@ -26,7 +26,7 @@
 //! ```no_run
 //! use rondo_ud::udp::Clock;
 //! use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath};
-//! use rondo_ud::{Endpoint, EndpointConfig};
+//! use rondo_proto::{Endpoint, BufferConfig, SharedBuffer};
 //! use std::net::TcpStream;
 //! use std::time::Duration;
 //!
@@ -36,7 +36,7 @@
 //! let peer = dp.local_info().exchange(&mut tcp)?;
 //! dp.add_peer(1, peer)?;
 //! let clock = Clock::new();
-//! let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+//! let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
 //! let flow = flow_config(8, dp.mtu());
 //! dp.check_flow(&flow)?; // after add_peer: the flow's mtu fits the send slots
 //! ep.connect(clock.now(), 1, 2, &flow).unwrap();

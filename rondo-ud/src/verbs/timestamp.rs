@@ -14,7 +14,7 @@
 //!   NIC clock, give a NIC-level RTT sample without any host latency in it
 //!   (`VerbsDatapath::take_rtt_samples`).
 
-use crate::time::{Duration, Instant};
+use rondo_proto::time::{Duration, Instant};
 use std::collections::{HashMap, VecDeque};
 
 /// The NIC clock of a device: `completion_timestamp_mask` (which bits of a

@@ -1,8 +1,10 @@
 //! Two endpoints over two UDP datapaths on loopback, driven from one thread.
 #![allow(dead_code)]
 
+use rondo_proto::{
+    BufferConfig, ConnectionHandle, Endpoint, Event, FlowConfig, Host, SharedBuffer,
+};
 use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
-use rondo_ud::{ConnectionHandle, Endpoint, EndpointConfig, Event, FlowConfig, Host};
 use std::time::Duration;
 
 /// Flow id of side A's connection (B addresses it).
@@ -31,7 +33,7 @@ pub fn loopback(paths: u16) -> UdpConfig {
 /// stall a thread for milliseconds, so the RTO floor is higher still.
 pub fn flow(paths: u16) -> FlowConfig {
     FlowConfig {
-        rto_min: rondo_ud::Duration::from_ms(5),
+        rto_min: rondo_proto::Duration::from_ms(5),
         token: Some(0x0123_4567_89ab_cdef),
         ..rondo_ud::udp::flow_config(paths)
     }
@@ -43,8 +45,8 @@ pub fn pair(udp: UdpConfig, cfg: &FlowConfig, clock: &Clock) -> (Side<Endpoint>,
     let mut b = UdpDatapath::bind(udp).unwrap();
     a.check_flow(cfg).unwrap();
     b.check_flow(cfg).unwrap();
-    let mut ea = Endpoint::new(EndpointConfig::default()).unwrap();
-    let mut eb = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ea = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
+    let mut eb = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let ha = ea.connect(clock.now(), FLOW_A, FLOW_B, cfg).unwrap();
     let hb = eb.connect(clock.now(), FLOW_B, FLOW_A, cfg).unwrap();
     a.add_peer(FLOW_A, b.local_addrs().to_vec()).unwrap();
@@ -108,6 +110,6 @@ pub fn events(ep: &mut Endpoint, h: ConnectionHandle, out: &mut Vec<Event>) {
 
 /// A seeded byte pattern.
 pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = rondo_ud::mem::rng::Rng::new(seed);
+    let mut rng = rondo_proto::rng::Rng::new(seed);
     (0..len).map(|_| rng.next_u64() as u8).collect()
 }

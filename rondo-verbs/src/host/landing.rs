@@ -19,7 +19,7 @@
 use crate::header::{AckStatus, Header, MsgOp, HEADER_LEN};
 use crate::mr::MrShared;
 use crate::types::{AccessFlags, RecvWr, Sge, WcStatus};
-use rondo_ud::placement::Placement;
+use rondo_proto::placement::Placement;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -16,8 +16,8 @@ use crate::types::{
 };
 use crate::VerbsError;
 use landing::{lock, KeyTables, RequestPlacement, RxState};
-use rondo_ud::mem::rng::Rng;
-use rondo_ud::{
+use rondo_proto::rng::Rng;
+use rondo_proto::{
     ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,
 };
 use std::collections::{HashMap, VecDeque};
@@ -479,7 +479,7 @@ impl Host for VerbsHost {
         self.endpoint.poll_transmit_split(now, buf)
     }
 
-    fn payload(&self, r: PayloadRef) -> rondo_ud::PayloadBytes<'_> {
+    fn payload(&self, r: PayloadRef) -> rondo_proto::PayloadBytes<'_> {
         self.endpoint.payload(r)
     }
 

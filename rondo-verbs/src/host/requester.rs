@@ -6,7 +6,7 @@ use crate::header::{AckStatus, Header, MsgOp};
 use crate::mr::MrShared;
 use crate::types::{AccessFlags, Opcode, QpState, SendWr, WcStatus};
 use crate::VerbsError;
-use rondo_ud::{ExternalBytes, Instant, Message};
+use rondo_proto::{ExternalBytes, Instant, Message};
 use std::sync::Arc;
 
 /// `rnr_retry` value that means "retry forever" (ibverbs).

@@ -7,7 +7,7 @@ use super::requester::GatherList;
 use super::VerbsHost;
 use crate::header::{AckStatus, Header, MsgOp};
 use crate::types::{QpState, WcOpcode, WcStatus};
-use rondo_ud::{Instant, Message};
+use rondo_proto::{Instant, Message};
 use std::sync::Arc;
 
 impl VerbsHost {

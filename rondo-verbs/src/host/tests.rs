@@ -5,7 +5,7 @@ use super::{Keys, VerbsHost};
 use crate::cq::CqShared;
 use crate::mr::MrShared;
 use crate::types::{AccessFlags, QpInitAttr, RemoteAddr, SendWr, Sge, WcStatus, WorkCompletion};
-use rondo_ud::{Endpoint, EndpointConfig, FlowConfig, Host, Instant};
+use rondo_proto::{BufferConfig, Endpoint, FlowConfig, Host, Instant, SharedBuffer};
 use std::sync::Arc;
 
 struct Side {
@@ -16,13 +16,12 @@ struct Side {
 }
 
 fn side(seed: u64) -> Side {
-    let cfg = EndpointConfig {
-        reorder: reorder::BufferConfig {
-            slot_size: 4096,
-            ..Default::default()
-        },
+    let cfg = BufferConfig {
+        slot_size: 4096,
+        ..Default::default()
     };
-    let mut host = VerbsHost::new(Endpoint::new(cfg).unwrap(), Keys::seeded(seed), 1 << 34);
+    let buffer = SharedBuffer::new(cfg).unwrap();
+    let mut host = VerbsHost::new(Endpoint::new(buffer), Keys::seeded(seed), 1 << 34);
     let pd = host.alloc_pd();
     let cq = Arc::new(CqShared::new(256));
     let qpn = host.create_qp(pd, cq.clone(), cq.clone(), QpInitAttr::default());
@@ -72,7 +71,7 @@ fn acks_coalesce_when_datagrams_arrive_in_batches() {
     let mut now = Instant::ZERO;
     let (mut ab, mut ba) = (Vec::new(), Vec::new());
     for step in 0..100_000 {
-        now += rondo_ud::Duration::from_ns(500);
+        now += rondo_proto::Duration::from_ns(500);
         a.host.handle_timeout(now);
         b.host.handle_timeout(now);
         collect(now, &mut a, &mut ab);

@@ -3,7 +3,7 @@
 
 use crate::error::{topo_err, SimError};
 use crate::topology::LinkKind;
-use rondo_ud::time::Duration;
+use rondo_proto::time::Duration;
 use std::ops::Range;
 
 /// No port / no node.

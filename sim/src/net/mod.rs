@@ -3,7 +3,7 @@
 pub(crate) mod fabric;
 pub(crate) mod port;
 
-use rondo_ud::time::Instant;
+use rondo_proto::time::Instant;
 
 /// SplitMix64's finaliser: the hash behind ECMP and flow seeds.
 pub(crate) fn mix(mut z: u64) -> u64 {

@@ -3,7 +3,7 @@
 //! its serialisation starts.
 
 use super::Meta;
-use rondo_ud::time::{Duration, Instant};
+use rondo_proto::time::{Duration, Instant};
 use std::collections::VecDeque;
 
 /// A FIFO whose first element lives inline, so that the common short queue

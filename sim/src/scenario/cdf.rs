@@ -1,6 +1,6 @@
 //! Flow-size distributions: piecewise-linear CDFs of (bytes, cumulative percent).
 
-use rondo_ud::mem::rng::Rng;
+use rondo_proto::rng::Rng;
 use thiserror::Error;
 
 /// WebSearch (from the DCTCP paper): (bytes, cumulative percent).

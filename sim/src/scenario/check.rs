@@ -510,7 +510,7 @@ fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
     // The engine checks its own parameters: report its verdict under our key names.
     let cfg = t.flow_config(1500, 100e9);
     cfg.validate().map_err(|e| match e {
-        rondo_ud::ConfigError::OutOfRange {
+        rondo_proto::ConfigError::OutOfRange {
             name,
             value,
             allowed,
@@ -522,18 +522,18 @@ fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
 impl TransportSpec {
     /// The engine configuration of a flow (the simulator still sets its paths and
     /// seed).
-    pub fn flow_config(&self, mtu: u32, host_bps: f64) -> rondo_ud::FlowConfig {
-        let mut c = rondo_ud::FlowConfig {
+    pub fn flow_config(&self, mtu: u32, host_bps: f64) -> rondo_proto::FlowConfig {
+        let mut c = rondo_proto::FlowConfig {
             mtu: mtu as usize,
             line_rate_bps: host_bps as u64,
             scheduler: self.scheduler,
             probing: self.probing,
             pacing: self.pacing,
             path_selection: match self.path_selection {
-                super::schema::PathSelectionSpec::Deficit => rondo_ud::PathSelection::Deficit,
-                super::schema::PathSelectionSpec::Random => rondo_ud::PathSelection::Random,
+                super::schema::PathSelectionSpec::Deficit => rondo_proto::PathSelection::Deficit,
+                super::schema::PathSelectionSpec::Random => rondo_proto::PathSelection::Random,
             },
-            ..rondo_ud::FlowConfig::default()
+            ..rondo_proto::FlowConfig::default()
         };
         if let Some(p) = self.paths {
             c.paths = p;
@@ -557,7 +557,7 @@ impl TransportSpec {
             c.early_recovery_threshold = x;
         }
         if let Some(x) = self.rto_min_us {
-            c.rto_min = rondo_ud::Duration::from_us_f64(x);
+            c.rto_min = rondo_proto::Duration::from_us_f64(x);
         }
         c
     }

@@ -10,7 +10,7 @@ use crate::{
     EcnConfig, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, PfcConfig, Progress,
     RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
 };
-use rondo_ud::time::{Duration, Instant};
+use rondo_proto::time::{Duration, Instant};
 
 /// Options of one run.
 #[derive(Clone, Copy, Debug, Default)]
@@ -291,7 +291,7 @@ pub fn run(
 /// the propagation delay of the route and one MTU's store-and-forward per hop.
 fn ideal_fct_us(scenario: &Scenario, sim: &Simulator, src: usize, dst: usize, bytes: u64) -> f64 {
     let mtu = u64::from(scenario.mtu);
-    let header = rondo_ud::wire::DATA_HEADER_LEN as u64;
+    let header = rondo_proto::wire::DATA_HEADER_LEN as u64;
     let payload = mtu.saturating_sub(header).max(1);
     let wire = bytes + bytes.div_ceil(payload) * header;
     let host_bps = scenario.topology.host_gbps() * 1e9;
@@ -340,7 +340,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
     }
     let fct_us = Percentiles::of(&mut fcts);
     let fct_slowdown_p99 = Percentiles::of(&mut slowdowns).map(|p| p.p99);
-    let dist = |h: &rondo_ud::Histogram| NicDistribution {
+    let dist = |h: &rondo_proto::Histogram| NicDistribution {
         nic_avg: h.mean(),
         nic_p99: h.quantile(0.99),
         nic_max: h.max(),

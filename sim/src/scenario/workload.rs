@@ -4,8 +4,8 @@ use super::cdf::FlowSizeCdf;
 use super::schema::{
     AllToAllSpec, CdfName, IncastSpec, LongFlowsSpec, PermutationSpec, PoissonSpec, WorkloadSpec,
 };
-use rondo_ud::mem::rng::Rng;
-use rondo_ud::Duration;
+use rondo_proto::rng::Rng;
+use rondo_proto::Duration;
 
 /// One flow to start.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,9 +5,9 @@ use super::Simulator;
 use crate::error::SimError;
 use crate::net::fabric::NONE;
 use crate::net::{Ev, Meta};
-use rondo_ud::time::{Duration, Instant};
-use rondo_ud::wire::{Flags, Packet};
-use rondo_ud::{ConnectionHandle, Event, FlowConfig, Host, Priority};
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::wire::{Flags, Packet};
+use rondo_proto::{ConnectionHandle, Event, FlowConfig, Host, Priority};
 
 /// Bytes of one posted message: finite flows post their bytes in messages of
 /// this size (the last one shorter); long-lived flows keep
@@ -148,8 +148,8 @@ impl Simulator {
         };
         let index = self.flows.len();
         let cfg = self.flow_config_template(&spec, paths, index);
-        cfg.validate().map_err(rondo_ud::EndpointError::from)?;
-        rondo_ud::check_transmit_buffer(self.slab.slot_len(), cfg.mtu)?;
+        cfg.validate().map_err(rondo_proto::EndpointError::from)?;
+        rondo_proto::check_transmit_buffer(self.slab.slot_len(), cfg.mtu)?;
         self.agenda.push(spec.start, Ev::Start(index as u32));
         if spec.bytes.is_some() {
             self.finite_open += 1;
@@ -350,7 +350,7 @@ impl Simulator {
         }
     }
 
-    fn inject(&mut self, host: u32, slot: u32, t: rondo_ud::Transmit) {
+    fn inject(&mut self, host: u32, slot: u32, t: rondo_proto::Transmit) {
         let f = (t.flow / 2) as usize;
         let sender = t.flow % 2 == 0;
         let dst = match self.flows.get(f) {
@@ -391,7 +391,7 @@ impl Simulator {
     fn note_data_sent(&mut self, f: usize, slot: u32, len: usize) {
         let now = self.now;
         let buf = self.slab.buf(slot, len);
-        if buf.len() < rondo_ud::wire::DATA_HEADER_LEN {
+        if buf.len() < rondo_proto::wire::DATA_HEADER_LEN {
             return;
         }
         let pkt = Packet::new_unchecked(buf);
@@ -456,7 +456,7 @@ impl Simulator {
             });
         }
         let bytes = self.slab.buf(m.slot, usize::from(m.len));
-        let local = if bytes.len() >= rondo_ud::wire::COMMON_HEADER_LEN {
+        let local = if bytes.len() >= rondo_proto::wire::COMMON_HEADER_LEN {
             Packet::new_unchecked(bytes).flow()
         } else {
             u32::MAX

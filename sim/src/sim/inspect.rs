@@ -6,8 +6,8 @@ use crate::net::fabric::NONE;
 use crate::net::Meta;
 use crate::topology::LinkKind;
 use crate::SimConfig;
-use rondo_ud::time::Instant;
-use rondo_ud::{Endpoint, Priority};
+use rondo_proto::time::Instant;
+use rondo_proto::{Endpoint, Priority};
 
 impl Simulator {
     /// The configuration.

@@ -3,8 +3,8 @@
 
 use super::{FlowResult, LinkStats, Simulator};
 use crate::LinkId;
-use rondo_ud::time::{Duration, Instant};
-use rondo_ud::Histogram;
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::Histogram;
 
 /// Retransmissions in the window.
 #[derive(Clone, Debug, Default, PartialEq)]

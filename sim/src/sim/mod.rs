@@ -1,4 +1,4 @@
-//! The simulator: hosts running real [`rondo_ud::Endpoint`]s over a [`Topology`].
+//! The simulator: hosts running real [`rondo_proto::Endpoint`]s over a [`Topology`].
 
 mod flows;
 mod inspect;
@@ -12,9 +12,9 @@ use crate::net::port::Port;
 use crate::net::{mix, Agenda, Ev, Slab};
 use crate::topology::{LinkKind, Topology};
 use crate::trace::Trace;
-use rondo_ud::mem::rng::Rng;
-use rondo_ud::time::{Duration, Instant};
-use rondo_ud::{Endpoint, EndpointConfig, FlowConfig, Histogram, Priority};
+use rondo_proto::rng::Rng;
+use rondo_proto::time::{Duration, Instant};
+use rondo_proto::{BufferConfig, Endpoint, FlowConfig, Histogram, Priority, SharedBuffer};
 
 use flows::FlowState;
 pub use flows::{FlowResult, FlowSpec, LONG_OUTSTANDING, MESSAGE_BYTES};
@@ -205,14 +205,12 @@ impl Simulator {
         let key_seed = rng.next_u64();
         let mut hosts = Vec::with_capacity(fabric.hosts as usize);
         for _ in 0..fabric.hosts {
-            let ep = Endpoint::new(EndpointConfig {
-                reorder: reorder::BufferConfig {
-                    capacity_bytes: cfg.reorder_buffer_bytes,
-                    slot_size: cfg.mtu,
-                    huge_pages: reorder::HugePages::Never,
-                    ..reorder::BufferConfig::default()
-                },
-            })?;
+            let ep = Endpoint::new(SharedBuffer::in_heap(BufferConfig {
+                capacity_bytes: cfg.reorder_buffer_bytes,
+                slot_size: cfg.mtu,
+                huge_pages: reorder::HugePages::Never,
+                ..BufferConfig::default()
+            })?);
             hosts.push(HostState {
                 ep,
                 timer_at: None,
@@ -400,7 +398,7 @@ impl Simulator {
         }
         for h in &mut self.hosts {
             for i in 0..h.conns.len() {
-                h.ep.connection_mut(rondo_ud::ConnectionHandle(i))
+                h.ep.connection_mut(rondo_proto::ConnectionHandle(i))
                     .clear_distributions();
             }
         }

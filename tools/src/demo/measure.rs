@@ -1,10 +1,10 @@
 //! One demo run: a single long message over the in-memory testbed, measured.
 
 use anyhow::{bail, ensure, Context};
+use rondo_proto::wire::DATA_HEADER_LEN;
+use rondo_proto::{BufferConfig, Duration, Event, FlowConfig, Histogram, Instant};
 use rondo_ud::mem::PathSpec;
 use rondo_ud::testbed::Testbed;
-use rondo_ud::wire::DATA_HEADER_LEN;
-use rondo_ud::{Duration, EndpointConfig, Event, FlowConfig, Histogram, Instant};
 use serde::Serialize;
 
 /// What one run is asked to do.
@@ -89,7 +89,7 @@ pub fn measure(scenario: &str, run: &Run<'_>) -> anyhow::Result<Measurement> {
         run.host_gbps,
         run.paths,
         &cfg,
-        EndpointConfig::default(),
+        BufferConfig::default(),
     )
     .context("building the two-host testbed")?;
     let len = usize::try_from(run.bytes).context("--bytes does not fit in memory")?;

@@ -13,8 +13,8 @@ use crate::chart::{Bar, BarChart, Group};
 use crate::table::Table;
 use anyhow::{ensure, Context};
 use measure::{ideal_gbps, measure, Measurement, Run};
+use rondo_proto::Duration;
 use rondo_ud::mem::PathSpec;
-use rondo_ud::Duration;
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -159,7 +159,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             warmup_us: args.warmup_us,
             host_gbps: HOST_GBPS,
             ideal_gbps: ideal,
-            mtu: rondo_ud::FlowConfig::default().mtu,
+            mtu: rondo_proto::FlowConfig::default().mtu,
             scenarios: &described,
             runs: &runs,
         };
@@ -238,7 +238,7 @@ fn table_text(args: &Args, ideal: f64, runs: &[Measurement]) -> String {
         out,
         "\ngoodput: payload delivered in order / transfer time; throughput: unique data \
          packets incl. the {}-byte engine header / transfer time; util: throughput / ideal",
-        rondo_ud::wire::DATA_HEADER_LEN
+        rondo_proto::wire::DATA_HEADER_LEN
     );
     out
 }

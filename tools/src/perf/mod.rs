@@ -45,8 +45,8 @@ const MAX_DATAGRAM: u32 = 65_507;
 /// included), so that a 4 KiB message is one packet; raw UDP runs send datagrams of
 /// the same size.
 pub const DEFAULT_MTU: u32 = 4096
-    + rondo_ud::wire::DATA_HEADER_LEN as u32
-    + rondo_ud::wire::TOKEN_EXT_LEN as u32
+    + rondo_proto::wire::DATA_HEADER_LEN as u32
+    + rondo_proto::wire::TOKEN_EXT_LEN as u32
     + rondo_verbs::header::HEADER_LEN as u32;
 /// Default datagram size on an RDMA device: RoCE's largest MTU (the port's active MTU
 /// when that is smaller); Rondo's headers are inside it.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// Header of a raw datagram, padded to the length of Rondo's data header so that a
 /// datagram carries exactly as much payload as a Rondo data packet of the same size.
-pub const HEADER_LEN: usize = rondo_ud::wire::DATA_HEADER_LEN;
+pub const HEADER_LEN: usize = rondo_proto::wire::DATA_HEADER_LEN;
 const MAGIC: [u8; 4] = *b"RAWU";
 /// Socket buffer size asked of the kernel (it may grant less).
 const SOCKET_BUFFER: usize = 8 << 20;

@@ -34,7 +34,7 @@ pub fn write(dir: &Path, outcome: &Outcome) -> anyhow::Result<PathBuf> {
         let _ = write!(csv, ",queue_kb_{l}");
     }
     csv.push_str(",nic_ood_sum,nic_ood_max\n");
-    let us = |t: rondo_ud::time::Instant| t.as_ps() as f64 / 1e6;
+    let us = |t: rondo_proto::time::Instant| t.as_ps() as f64 / 1e6;
     for s in &trace.samples {
         let _ = write!(csv, "{:.3}", us(s.at));
         for q in &s.queue_bytes {

@@ -312,9 +312,9 @@ fn send_wr(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transmit::Priority;
     use crate::verbs::qp_attr::UdTransition;
     use ffi::ibv_qp_attr_mask as m;
+    use rondo_proto::transmit::Priority;
 
     #[test]
     fn transitions_set_exactly_their_mask_bits() {

@@ -11,7 +11,6 @@ use crate::stats::EndpointStats;
 use crate::time::Instant;
 use crate::transmit::{Host, PayloadRef, Transmit};
 use crate::wire::{self, WireError};
-use reorder::{BufferConfig, ReorderError};
 use std::collections::HashMap;
 use thiserror::Error;
 
@@ -19,20 +18,10 @@ use thiserror::Error;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConnectionHandle(pub usize);
 
-/// Endpoint configuration.
-#[derive(Clone, Debug, Default)]
-pub struct EndpointConfig {
-    /// The NIC-level reorder buffer shared by every flow of this endpoint.
-    pub reorder: BufferConfig,
-}
-
 /// Why an endpoint operation failed.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum EndpointError {
-    /// The reorder buffer could not be created.
-    #[error("reorder buffer: {0}")]
-    Reorder(#[from] ReorderError),
     /// The flow configuration is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -79,15 +68,17 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// A new endpoint with its reorder buffer.
-    pub fn new(cfg: EndpointConfig) -> Result<Endpoint, EndpointError> {
-        Ok(Endpoint {
-            buffer: SharedBuffer::new(cfg.reorder)?,
+    /// A new endpoint over the NIC-level reorder buffer that every flow of it
+    /// shares. The driver builds the buffer (it owns the memory: huge pages,
+    /// registration), so that the engine does no I/O of its own.
+    pub fn new(buffer: SharedBuffer) -> Endpoint {
+        Endpoint {
+            buffer,
             conns: Vec::new(),
             by_flow: HashMap::new(),
             next_poll: 0,
             stats: EndpointStats::default(),
-        })
+        }
     }
 
     /// Opens a connection: datagrams with flow id `local_flow` are for it, and it

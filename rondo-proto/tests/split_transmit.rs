@@ -1,20 +1,20 @@
 //! `Host::poll_transmit_split` (the payload stays in the message, for zero-copy
 //! sends) emits exactly the datagrams `poll_transmit` does.
 
-use rondo_ud::{
-    Endpoint, EndpointConfig, ExternalBytes, FlowConfig, Host, Instant, Message, PayloadBytes,
-    PayloadRef,
+use rondo_proto::{
+    BufferConfig, Endpoint, ExternalBytes, FlowConfig, Host, Instant, Message, PayloadBytes,
+    PayloadRef, SharedBuffer,
 };
 use std::sync::Arc;
 
-fn endpoint() -> (Endpoint, rondo_ud::ConnectionHandle) {
+fn endpoint() -> (Endpoint, rondo_proto::ConnectionHandle) {
     let cfg = FlowConfig {
         token: Some(5),
         pacing: false,
         initial_window: 64.0,
         ..FlowConfig::default()
     };
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::in_heap(BufferConfig::default()).unwrap());
     let h = ep.connect(Instant::ZERO, 1, 2, &cfg).unwrap();
     (ep, h)
 }

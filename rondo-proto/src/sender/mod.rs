@@ -14,9 +14,9 @@ mod transmit;
 
 use crate::config::FlowConfig;
 use crate::event::{ConnectionError, Event};
-use crate::mem::rng::Rng;
 use crate::message::{Message, PayloadBytes};
 use crate::path::{ArccParams, PathState, PathStatus};
+use crate::rng::Rng;
 use crate::scheduler::{SkipScratch, UnsentSet};
 use crate::select::DeficitSelector;
 use crate::stats::SenderStats;

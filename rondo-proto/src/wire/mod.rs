@@ -6,8 +6,8 @@
 //! receiver does with each [`WireError`] are in `docs/wire.md`.
 //!
 //! ```
-//! use rondo_ud::wire::{self, Body, CommonRepr, DataRepr, Flags, Repr};
-//! use rondo_ud::Psn;
+//! use rondo_proto::wire::{self, Body, CommonRepr, DataRepr, Flags, Repr};
+//! use rondo_proto::Psn;
 //!
 //! let repr = Repr {
 //!     common: CommonRepr { flow: 7, psn: Psn(42), path: 3, flags: Flags::empty(), timestamp_ns: 1_000 },

@@ -2,9 +2,11 @@
 //! placement takes payloads received at their final place without a copy, and a
 //! packet that lands at the wrong place is repaired through the reorder buffer.
 
-use rondo_ud::placement::BufferPlacement;
-use rondo_ud::wire::{self, Body, CommonRepr, DataRepr, Flags, Packet, Repr};
-use rondo_ud::{ConnectionHandle, Endpoint, EndpointConfig, Event, FlowConfig, Instant, Psn};
+use rondo_proto::placement::BufferPlacement;
+use rondo_proto::wire::{self, Body, CommonRepr, DataRepr, Flags, Packet, Repr};
+use rondo_proto::{
+    BufferConfig, ConnectionHandle, Endpoint, Event, FlowConfig, Instant, Psn, SharedBuffer,
+};
 
 const LOCAL: u32 = 1;
 
@@ -13,7 +15,7 @@ fn endpoint() -> (Endpoint, ConnectionHandle, usize) {
         token: Some(77),
         ..FlowConfig::default()
     };
-    let mut ep = Endpoint::new(EndpointConfig::default()).unwrap();
+    let mut ep = Endpoint::new(SharedBuffer::in_heap(BufferConfig::default()).unwrap());
     let h = ep.connect(Instant::ZERO, LOCAL, 2, &cfg).unwrap();
     (ep, h, cfg.payload_per_packet())
 }
@@ -133,7 +135,7 @@ fn split_headers_are_checked_like_datagrams() {
     header[ext] ^= 1;
     assert!(matches!(
         ep.receive_in_place(Instant::from_us(1), 0, &header, payload.len(), false),
-        Err(rondo_ud::DatagramError::BadToken { flow: LOCAL })
+        Err(rondo_proto::DatagramError::BadToken { flow: LOCAL })
     ));
     assert_eq!(
         Packet::new_unchecked(&header[..]).token(),

@@ -1,0 +1,43 @@
+//! Rondo's sans-IO transport engine.
+//!
+//! One flow between two endpoints over P logical paths: ACK-rate-based congestion
+//! control per path (paper §4.2.1), low-priority capacity probing (§4.2.2),
+//! deficit-based path selection (§4.2.3), and a packet scheduler that sends higher
+//! PSNs earlier on slower paths (§4.3), with selective-repeat loss recovery. The
+//! engine never reads a clock, opens a socket, touches a file or spawns a thread:
+//! time comes in as an argument, datagrams as byte slices, the reorder buffer's
+//! memory from the driver, and what the engine wants sent comes out of
+//! `poll_transmit`.
+//!
+//! Datapaths drive any [`Host`]: the simulator (crate `rondo-sim`), kernel UDP
+//! sockets and ibverbs UD queue pairs (crate `rondo-ud`).
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod connection;
+pub mod endpoint;
+pub mod event;
+pub mod message;
+pub mod path;
+pub mod placement;
+mod receiver;
+pub mod rng;
+pub mod scheduler;
+pub mod select;
+mod sender;
+pub mod stats;
+pub mod time;
+pub mod transmit;
+pub mod wire;
+
+pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate, MAX_MTU};
+pub use connection::Connection;
+pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointError};
+pub use event::{ConnectionError, Event, PostError};
+pub use message::{ExternalBytes, Message, PayloadBytes};
+pub use path::{PathCounters, PathState, PathStatus};
+pub use receiver::{RxMeta, SharedBuffer};
+pub use reorder::{BufferConfig, Psn};
+pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};
+pub use time::{Duration, Instant};
+pub use transmit::{check_transmit_buffer, BufferTooSmall, Host, PayloadRef, Priority, Transmit};
