@@ -38,6 +38,11 @@ pub enum QueueEstimate {
 /// Per-flow configuration. `FlowConfig::default()` gives the paper's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowConfig {
+    /// The transport: which congestion control, path selection, packet selection,
+    /// loss recovery and receiver policy the flow runs ([`crate::transport`]).
+    /// The fields below are Rondo's parameters; other transports read the ones
+    /// that apply to them (paths, MTU, RTO, ...).
+    pub transport: crate::Transport,
     /// Number of logical paths P (1 to 1024).
     pub paths: u16,
     /// Largest datagram the engine emits, engine header included (a full data packet).
@@ -125,6 +130,7 @@ pub struct FlowConfig {
 impl Default for FlowConfig {
     fn default() -> Self {
         FlowConfig {
+            transport: crate::Transport::RONDO,
             paths: 4,
             mtu: 1500,
             line_rate_bps: 100_000_000_000,

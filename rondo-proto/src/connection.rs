@@ -1,10 +1,12 @@
 //! One flow between two endpoints: a sender half and a receiver half.
 
+use crate::cc::AnyCc;
 use crate::config::{ConfigError, FlowConfig};
 use crate::event::{Event, PostError};
 use crate::message::Message;
 use crate::path::PathState;
 use crate::receiver::{Payload, Receiver, SharedBuffer};
+use crate::scheduler::PacketSelector;
 use crate::sender::{PayloadAt, Sender};
 use crate::stats::{ReceiverStats, SenderStats};
 use crate::time::Instant;
@@ -24,6 +26,7 @@ pub struct Connection {
     events: VecDeque<Event>,
     max_message_len: u64,
     token: Option<u64>,
+    transport: crate::Transport,
 }
 
 impl Connection {
@@ -41,6 +44,7 @@ impl Connection {
             sender: Sender::new(cfg, now),
             receiver: Receiver::new(
                 rx_flow,
+                crate::Transport::receiver_policy(cfg),
                 cfg.max_message_len,
                 cfg.token,
                 cfg.payload_per_packet(),
@@ -48,6 +52,7 @@ impl Connection {
             events: VecDeque::new(),
             max_message_len: cfg.max_message_len,
             token: cfg.token,
+            transport: cfg.transport,
         })
     }
 
@@ -76,7 +81,7 @@ impl Connection {
         data: impl Into<Message>,
     ) -> Result<(), PostError> {
         let data = data.into();
-        if let Some(e) = self.sender.failed {
+        if let Some(e) = self.sender.core.failed {
             return Err(PostError::Failed(e));
         }
         if data.is_empty() {
@@ -201,7 +206,7 @@ impl Connection {
     fn buffer_fits(&mut self, buf: &[u8]) -> bool {
         let fits = buf.len() >= self.sender.mtu();
         if !fits {
-            self.sender.stats.short_buffers += 1;
+            self.sender.core.stats.short_buffers += 1;
         }
         fits
     }
@@ -241,14 +246,14 @@ impl Connection {
         self.events.pop_front()
     }
 
-    /// Per-path sender state (window, ACK rate, RTT, forward delay, skip, counters).
+    /// Per-path sender measurements (status, RTT, forward delay, inflight, counters).
     pub fn paths(&self) -> &[PathState] {
-        &self.sender.paths
+        &self.sender.core.paths
     }
 
     /// Sender counters.
     pub fn sender_stats(&self) -> &SenderStats {
-        &self.sender.stats
+        &self.sender.core.stats
     }
 
     /// Receiver counters and OOD/RBO distributions.
@@ -258,10 +263,26 @@ impl Connection {
 
     /// When the packet scheduler was switched on, if it was.
     pub fn scheduler_enabled_at(&self) -> Option<Instant> {
-        self.sender.scheduler_enabled_at
+        self.sender.scheduler.enabled_at()
     }
 
-    /// Flow pacing rate sum_p W_p / T_p in packets per microsecond.
+    /// The transport this connection runs.
+    pub fn transport(&self) -> crate::Transport {
+        self.transport
+    }
+
+    /// The sender's congestion controller (windows per path; ARCC's state through
+    /// [`AnyCc::arcc`]).
+    pub fn congestion_control(&self) -> &AnyCc {
+        &self.sender.cc
+    }
+
+    /// The packet scheduler's current skip of `path` (0 when it has none).
+    pub fn skip(&self, path: usize) -> u32 {
+        self.sender.scheduler.skip(path)
+    }
+
+    /// Flow pacing rate (Rondo: sum_p W_p / T_p) in packets per microsecond.
     pub fn pacing_rate(&self) -> f64 {
         self.sender.pacing_rate()
     }
@@ -279,6 +300,6 @@ impl Connection {
 
     /// True once the connection has failed (`Event::Error` was emitted).
     pub fn is_failed(&self) -> bool {
-        self.sender.failed.is_some()
+        self.sender.core.failed.is_some()
     }
 }

@@ -1,7 +1,10 @@
 //! Rondo's sans-IO transport engine.
 //!
-//! One flow between two endpoints over P logical paths: ACK-rate-based congestion
-//! control per path (paper §4.2.1), low-priority capacity probing (§4.2.2),
+//! One flow between two endpoints over P logical paths, built from transport seams
+//! ([`transport`]): congestion control ([`cc`]), path selection ([`select`]),
+//! packet selection ([`scheduler`]), loss recovery ([`recovery`]) and receiver
+//! policy ([`receiver_policy`]). Rondo's own parts are ACK-rate-based congestion
+//! control per path (paper §4.2.1) with low-priority capacity probing (§4.2.2),
 //! deficit-based path selection (§4.2.3), and a packet scheduler that sends higher
 //! PSNs earlier on slower paths (§4.3), with selective-repeat loss recovery. The
 //! engine never reads a clock, opens a socket, touches a file or spawns a thread:
@@ -13,6 +16,7 @@
 //! sockets and ibverbs UD queue pairs (crate `rondo-ud`).
 #![forbid(unsafe_code)]
 
+pub mod cc;
 pub mod config;
 pub mod connection;
 pub mod endpoint;
@@ -21,6 +25,8 @@ pub mod message;
 pub mod path;
 pub mod placement;
 mod receiver;
+pub mod receiver_policy;
+pub mod recovery;
 pub mod rng;
 pub mod scheduler;
 pub mod select;
@@ -28,6 +34,7 @@ mod sender;
 pub mod stats;
 pub mod time;
 pub mod transmit;
+pub mod transport;
 pub mod wire;
 
 pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate, MAX_MTU};
@@ -41,3 +48,4 @@ pub use reorder::{BufferConfig, Psn};
 pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};
 pub use time::{Duration, Instant};
 pub use transmit::{check_transmit_buffer, BufferTooSmall, Host, PayloadRef, Priority, Transmit};
+pub use transport::Transport;

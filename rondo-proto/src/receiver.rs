@@ -4,6 +4,7 @@
 
 use crate::event::Event;
 use crate::placement::{CopyPlacement, Placement};
+use crate::receiver_policy::{Admission, ReceiverPolicy};
 use crate::stats::ReceiverStats;
 use crate::time::Instant;
 use crate::transmit::{Priority, Transmit};
@@ -54,6 +55,7 @@ struct PendingFeedback {
 #[derive(Debug)]
 pub(crate) struct Receiver {
     pub(crate) flow: FlowId,
+    policy: ReceiverPolicy,
     max_message_len: u64,
     assembling: Option<Assembly>,
     placement: Box<dyn Placement>,
@@ -70,6 +72,7 @@ pub(crate) struct Receiver {
 impl Receiver {
     pub(crate) fn new(
         flow: FlowId,
+        policy: ReceiverPolicy,
         max_message_len: u64,
         token: Option<u64>,
         payload_per_packet: usize,
@@ -78,6 +81,7 @@ impl Receiver {
             payload_per_packet,
             scratch: Vec::new(),
             flow,
+            policy,
             max_message_len,
             assembling: None,
             placement: Box::new(CopyPlacement::default()),
@@ -191,6 +195,14 @@ impl Receiver {
             Payload::Bytes(b) => b,
             Payload::InPlace => &[], // in order, so the reorder buffer keeps nothing
         };
+        let flow = self.flow;
+        let expected = || rb.expected(flow).unwrap_or(Psn::ZERO);
+        if let Admission::Refuse(reason) = self.policy.admit(common.psn, expected) {
+            self.stats.refused += 1;
+            let fb = self.feedback_repr(now, rb, common, false, false);
+            self.queue(now, common.path, fb, Some(reason), ce, remote);
+            return;
+        }
         let arrival = match rb.arrive(self.flow, common.psn, meta, bytes) {
             Ok(a) => a,
             Err(_) => {

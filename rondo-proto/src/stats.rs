@@ -151,6 +151,9 @@ pub struct ReceiverStats {
     pub messages_delivered: u64,
     /// Duplicate data packets (already received).
     pub duplicates: u64,
+    /// Data packets the receiver policy refused before the reorder buffer saw
+    /// them (NAKed with the policy's reason).
+    pub refused: u64,
     /// Data packets dropped because the reorder buffer was full (NAKed).
     pub dropped_buffer_full: u64,
     /// Data packets dropped because their PSN was too far ahead.

@@ -197,13 +197,15 @@ mod linux {
             da.poll(&mut ea, &clock, wait).unwrap();
             if env("TRACE").is_some() && Instant::now() >= next_report {
                 next_report = Instant::now() + Duration::from_millis(100);
-                for p in ea.connection(ha).paths() {
+                let conn = ea.connection(ha);
+                let cc = conn.congestion_control();
+                for (i, p) in conn.paths().iter().enumerate() {
                     eprint!(
-                        "[w {:.0} if {} srtt {:?} r {:.3}] ",
-                        p.window(),
+                        "[w {:.0} if {} srtt {:?} r {:?}] ",
+                        cc.window(i),
                         p.inflight(),
                         p.srtt().map(|d| d.as_ns() / 1000),
-                        p.ack_rate()
+                        cc.arcc().map(|a| a.ack_rate(i))
                     );
                 }
                 eprintln!();

@@ -188,16 +188,17 @@ fn main() {
         tx.naks_received,
     );
     println!("scheduler enabled at {:?}", c.scheduler_enabled_at());
+    let cc = c.congestion_control();
     for (i, p) in c.paths().iter().enumerate() {
         println!(
-            "path {i}: base {:?} srtt {:?} window {:.1} margin {:.1} rate {:.3}/us inflight {} skip {} fwd {:?}",
+            "path {i}: base {:?} srtt {:?} window {:.1} margin {:?} rate {:?}/us inflight {} skip {} fwd {:?}",
             p.base_rtt(),
             p.srtt(),
-            p.window(),
-            p.margin(),
-            p.ack_rate(),
+            cc.window(i),
+            cc.arcc().map(|a| a.margin(i)),
+            cc.arcc().map(|a| a.ack_rate(i)),
             p.inflight(),
-            p.skip(),
+            c.skip(i),
             p.forward_delay_ns().map(|d| (d / 1e3).round()),
         );
     }

@@ -55,6 +55,36 @@ fn fig9_rondo_fills_the_four_unequal_paths() {
     }
 }
 
+/// Paper §6.1, Fig. 9b: round-robin spraying (RRPS) gives every path the same
+/// share, so the 10 Gb/s path caps the flow at 4 x 10 of 70 Gb/s (the paper's
+/// RRPS bar: about 40 Gb/s), while Rondo runs the same testbed at full rate.
+#[test]
+fn fig9_rrps_is_held_to_four_times_its_slowest_path() {
+    for name in ["fig9-homo", "fig9-hetero"] {
+        let rrps = report(&scenarios(name, &["duration_us=3000", "transport.kind=\"rrps\""])[0]);
+        let rondo = report(&scenarios(name, &["duration_us=3000"])[0]);
+        assert_eq!(rrps.transport, "rrps");
+        // 40 of 70 Gb/s: utilization 0.571, tolerance 0.03.
+        assert!(
+            (rrps.utilization - 40.0 / 70.0).abs() <= 0.03,
+            "{name}: rrps utilization {:.3}",
+            rrps.utilization
+        );
+        assert!(
+            rondo.utilization > 0.95,
+            "{name}: rondo {:.3}",
+            rondo.utilization
+        );
+        // The slowest path's queue holds back its PSNs: far more reordering.
+        assert!(
+            rrps.ood.nic_p99 > 10 * rondo.ood.nic_p99.max(1),
+            "{name}: OOD p99 rrps {} rondo {}",
+            rrps.ood.nic_p99,
+            rondo.ood.nic_p99
+        );
+    }
+}
+
 /// Paper §3.3, Fig. 4: OOD grows linearly with the persistent delay difference, as
 /// eq. (3) predicts (OOD_max ~ R x dD); Rondo's scheduler keeps it near 0.
 #[test]

@@ -69,7 +69,7 @@ fn the_issue_example_parses_with_every_key() {
     assert_eq!(t.host_gbps, 100.0);
     assert_eq!(t.paths.len(), 2);
     assert_eq!((t.paths[1].gbps, t.paths[1].delay_us), (10.0, 15.0));
-    assert_eq!(s.transport.kind, TransportKind::Rondo);
+    assert_eq!(s.transport.kind, TransportKind::RONDO);
     assert_eq!(s.transport.reorder_buffer_kb, 1200.0);
     assert!(matches!(&s.workload.0[..], [WorkloadSpec::LongFlows(w)] if w.flows == 1));
 }
@@ -165,14 +165,24 @@ fn an_unknown_kind_lists_the_kinds() {
 
 #[test]
 fn baseline_transports_are_named_but_not_implemented_yet() {
-    for kind in [
-        "rrps", "mprdma", "falcon", "uet", "ecmp", "ar", "rc-gbn", "rc-sr",
-    ] {
+    for kind in ["mprdma", "falcon", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"] {
         let e = err(ISSUE_EXAMPLE, &[&format!("transport.kind={kind}")]);
         names(
             &e,
             &["transport.kind", kind, "not implemented yet", "rondo"],
         );
+    }
+}
+
+#[test]
+fn every_engine_transport_is_accepted_by_name() {
+    for t in rondo_proto::Transport::all() {
+        let set = Override::parse(&format!("transport.kind={:?}", t.name())).unwrap();
+        let s =
+            parse("scenario.toml", ISSUE_EXAMPLE, &[set]).expect("a registered transport parses");
+        s.check("scenario.toml").expect("and passes the checks");
+        assert_eq!(s.transport.kind, TransportKind::Engine(t));
+        assert_eq!(s.transport.flow_config(1500, 100e9).transport, t);
     }
 }
 

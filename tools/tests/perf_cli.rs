@@ -169,6 +169,37 @@ fn rondo_stays_byte_exact_under_loss_and_reordering() {
 }
 
 #[test]
+fn rrps_moves_every_operation_byte_exact_under_loss() {
+    // The second engine transport (round-robin spraying, AIMD window) over the
+    // same queue pairs and sockets: chosen by name, verified byte by byte.
+    let server = Server::start(&[]);
+    for op in ["write", "send", "read"] {
+        let v = server.json(&[
+            "--transport",
+            "rrps",
+            "--op",
+            op,
+            "-s",
+            "50000",
+            "-n",
+            "30",
+            "--verify",
+            "--loss",
+            "0.01",
+        ]);
+        assert_bandwidth_report(&v, "rrps", op);
+        assert_eq!(v["verified"], true, "{op}: {v}");
+        assert_eq!(v["n_iterations"], 30);
+        assert!(
+            v["retx_packets"].as_u64().unwrap() > 0,
+            "1% loss costs retransmits: {v}"
+        );
+    }
+    let log = server.assert_logged("rrps", 3);
+    assert!(!log.contains("error"), "{log}");
+}
+
+#[test]
 fn timed_runs_stop_on_time() {
     let server = Server::start(&[]);
     for transport in ["rondo", "raw-udp"] {

@@ -1,20 +1,17 @@
-//! ACK and NAK handling: RTT and forward-delay samples, per-path ACK counting,
-//! acknowledgement bookkeeping and message completion.
+//! ACK and NAK handling: RTT and forward-delay samples, what the congestion
+//! controller hears, acknowledgement bookkeeping and message completion.
 
-use super::{update_interval, Sender};
+use super::{Core, Sender};
+use crate::cc::{AckSample, CongestionControl};
 use crate::event::Event;
 use crate::path::PathStatus;
+use crate::recovery::LossRecovery;
 use crate::time::{Duration, Instant};
 use crate::wire::{CommonRepr, FeedbackRepr, Flags, NakReason};
 use crate::Psn;
 use std::collections::VecDeque;
 
 impl Sender {
-    fn expand(&self, psn: Psn) -> Option<u64> {
-        let abs = self.base as i64 + psn.diff(Psn(self.base as u32)) as i64;
-        (abs >= 0).then_some(abs as u64)
-    }
-
     /// An ACK or NAK arrived. Returns false when it made no sense (counted).
     pub(crate) fn on_feedback(
         &mut self,
@@ -24,9 +21,10 @@ impl Sender {
         nak: Option<NakReason>,
         events: &mut VecDeque<Event>,
     ) -> bool {
+        let c = &mut self.core;
         let path = fb.acked_path as usize;
-        if path >= self.paths.len() {
-            self.stats.bad_feedback += 1;
+        if path >= c.paths.len() {
+            c.stats.bad_feedback += 1;
             return false;
         }
         if fb.of_probe {
@@ -34,116 +32,118 @@ impl Sender {
             return true;
         }
         let (Some(acked), Some(cum), Some(highest)) = (
-            self.expand(fb.acked_psn),
-            self.expand(fb.cum_ack),
-            self.expand(fb.highest_psn),
+            c.expand(fb.acked_psn),
+            c.expand(fb.cum_ack),
+            c.expand(fb.highest_psn),
         ) else {
-            self.stats.bad_feedback += 1;
+            c.stats.bad_feedback += 1;
             return false;
         };
         // Everything below `sent_end` has a table entry; PSNs never sent have tx_count 0.
-        let sent_end = self.base + self.table.len() as u64;
-        let never_sent = acked >= self.base
-            && self
-                .table
-                .get((acked - self.base) as usize)
+        let sent_end = c.base + c.table.len() as u64;
+        let never_sent = acked >= c.base
+            && c.table
+                .get((acked - c.base) as usize)
                 .is_none_or(|e| e.tx_count == 0);
         if acked >= sent_end || cum > sent_end || highest >= sent_end || never_sent {
-            self.stats.bad_feedback += 1;
+            c.stats.bad_feedback += 1;
             return false;
         }
         let echo = Instant::from_ns(fb.echo_timestamp_ns);
-        if nak.is_none() {
-            if let Some(rtt) = now.checked_since(echo).filter(|r| *r > Duration::ZERO) {
-                let gain = self.cfg.delay_gain;
-                self.paths[path].on_rtt_sample(rtt, gain);
-                let fwd = fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128;
-                self.paths[path].on_forward_delay_sample(
-                    fwd as f64,
-                    gain,
-                    self.cfg.delay_stable_tolerance,
-                );
-                self.refresh_tau();
+        let ecn = common.flags.contains(Flags::ECN_ECHO);
+        match nak {
+            None => {
+                let mut sample = AckSample {
+                    path,
+                    rtt: None,
+                    forward_delay_ns: None,
+                    probe: false,
+                    ecn,
+                };
+                if let Some(rtt) = now.checked_since(echo).filter(|r| *r > Duration::ZERO) {
+                    let gain = c.cfg.delay_gain;
+                    c.paths[path].on_rtt_sample(rtt, gain);
+                    let fwd = (fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128) as f64;
+                    c.paths[path].on_forward_delay_sample(fwd, gain, c.cfg.delay_stable_tolerance);
+                    sample.rtt = Some(rtt);
+                    sample.forward_delay_ns = Some(fwd);
+                }
+                let p = &mut c.paths[path];
+                p.consecutive_losses = 0;
+                p.counters.data_acked += 1;
+                self.cc.on_ack(now, &sample, &c.paths);
+                if ecn {
+                    c.stats.ecn_echoes += 1;
+                }
             }
-            self.on_path_ack(now, path, false);
-            if common.flags.contains(Flags::ECN_ECHO) {
-                self.stats.ecn_echoes += 1;
+            Some(reason) => {
+                c.stats.naks_received += 1;
+                self.cc.on_nak(now, path, reason);
             }
-        } else {
-            self.stats.naks_received += 1;
         }
         let mut progress = false;
-        if acked >= self.base {
-            let idx = (acked - self.base) as usize;
-            if idx < self.table.len() {
+        if acked >= c.base {
+            let idx = (acked - c.base) as usize;
+            if idx < c.table.len() {
                 if nak.is_some() {
                     // The path delivered it; the receiver refused it. Not a path loss.
-                    self.declare_lost(acked, now, true);
+                    c.declare_lost(acked, now, true);
                 } else {
-                    let e = self.table[idx];
+                    let e = c.table[idx];
                     if !e.acked && e.tx_count > 1 && echo.as_ns() < e.sent_at.as_ns() {
-                        self.stats.spurious_retransmissions += 1;
+                        c.stats.spurious_retransmissions += 1;
                     }
-                    progress |= self.mark_acked(acked, true);
+                    progress |= c.mark_acked(acked, true);
                 }
             }
         }
-        let end = self.base + self.table.len() as u64;
-        for psn in self.una..cum.min(end) {
-            progress |= self.mark_acked(psn, false);
+        let end = c.base + c.table.len() as u64;
+        for psn in c.una..cum.min(end) {
+            progress |= c.mark_acked(psn, false);
         }
-        self.pop_acked(events);
-        self.highest_seen = self.highest_seen.max(highest);
+        c.pop_acked(events);
+        c.highest_seen = c.highest_seen.max(highest);
         if progress {
-            self.retries = 0;
-            self.last_progress = now;
+            self.recovery.on_progress(now);
         }
         if nak == Some(NakReason::BufferFull) {
-            self.on_buffer_full(now, cum, acked);
+            c.on_buffer_full(now, cum, acked);
+            if self.cc.on_receiver_full(now, &c.paths) {
+                c.stats.buffer_full_cuts += 1;
+            }
         }
-        self.detect_losses(now);
-        events.append(&mut self.pending_path_events);
+        self.recovery.detect_losses(now, c);
+        self.settle(now);
+        events.append(&mut self.core.pending_path_events);
         true
     }
 
-    fn on_path_ack(&mut self, now: Instant, path: usize, probe: bool) {
-        let p = &mut self.paths[path];
-        p.consecutive_losses = 0;
-        if p.next_update.is_none() {
-            // First ACK of the path: its first ARCC interval starts now.
-            p.interval_start = now;
-            let tu = update_interval(&self.cfg, p.base_rtt_or(self.cfg.initial_rtt));
-            p.next_update = Some(now + tu);
-        }
-        if probe {
-            p.probe_acks_in_interval += 1;
-            if !p.probe_absorbed {
-                p.probe_credit += 1; // one extra data packet per probe ACK (§4.2.2)
-            }
-            p.counters.probes_acked += 1;
-        } else {
-            p.acks_in_interval += 1;
-            p.counters.data_acked += 1;
-        }
-        if self.probing_until == Some(Instant::MAX) {
-            // Startup probing lasts three base RTTs from the first ACK.
-            let t = self.max_base_rtt().mul_f64(self.cfg.probe_duration_rtts);
-            self.probing_until = Some(now + t);
-        }
-    }
-
     fn on_probe_ack(&mut self, now: Instant, path: usize, events: &mut VecDeque<Event>) {
-        self.stats.probes_acked += 1;
-        if self.paths[path].status == PathStatus::Down {
-            let cfg = self.cfg.clone();
-            self.paths[path].reset_for_rejoin(&cfg, now);
-            self.paths[path].next_update = None;
+        let c = &mut self.core;
+        c.stats.probes_acked += 1;
+        if c.paths[path].status == PathStatus::Down {
+            c.paths[path].rejoin();
             events.push_back(Event::PathUp { path: path as u16 });
-            if cfg.probing {
-                self.start_probing(now + self.max_base_rtt().mul_f64(cfg.probe_duration_rtts));
-            }
+            self.cc.on_path_up(now, path, &c.paths);
         }
-        self.on_path_ack(now, path, true);
+        let p = &mut c.paths[path];
+        p.consecutive_losses = 0;
+        p.counters.probes_acked += 1;
+        let sample = AckSample {
+            path,
+            rtt: None,
+            forward_delay_ns: None,
+            probe: true,
+            ecn: false,
+        };
+        self.cc.on_ack(now, &sample, &c.paths);
+    }
+}
+
+impl Core {
+    fn expand(&self, psn: Psn) -> Option<u64> {
+        let abs = self.base as i64 + psn.diff(Psn(self.base as u32)) as i64;
+        (abs >= 0).then_some(abs as u64)
     }
 
     /// Marks one PSN acknowledged; true when it was not before. Only the packet's

@@ -1,10 +1,12 @@
-//! Transmission: path selection, packet selection (the scheduler's skip), DATA and
+//! Transmission: path selection and packet selection through the seams, DATA and
 //! probe emission, pacing and the line-rate clock.
 
-use super::{PayloadAt, Sender, SentPacket};
-use crate::config::PathSelection;
+use super::{Core, PayloadAt, Sender, SentPacket};
+use crate::cc::CongestionControl;
 use crate::path::PathStatus;
-use crate::scheduler::phase_skip;
+use crate::recovery::LossRecovery;
+use crate::scheduler::PacketSelector;
+use crate::select::PathSelector;
 use crate::time::{Duration, Instant};
 use crate::transmit::{Priority, Transmit};
 use crate::wire::{Body, CommonRepr, DataRepr, Flags, ProbeRepr, Repr};
@@ -17,58 +19,45 @@ impl Sender {
         buf: &mut [u8],
         remote_flow: u32,
     ) -> Option<Transmit> {
-        if self.failed.is_some() {
+        let c = &mut self.core;
+        if c.failed.is_some() {
             return None;
         }
-        if let Some(p) = (0..self.paths.len()).find(|&i| {
-            self.paths[i].status == PathStatus::Down && self.paths[i].next_down_probe <= now
-        }) {
-            self.paths[p].next_down_probe = now + self.cfg.down_probe_interval;
-            return self.emit_probe(now, p, buf, remote_flow);
+        if let Some(p) = (0..c.paths.len())
+            .find(|&i| c.paths[i].status == PathStatus::Down && c.paths[i].next_down_probe <= now)
+        {
+            c.paths[p].next_down_probe = now + c.cfg.down_probe_interval;
+            return c.emit_probe(now, p, buf, remote_flow);
         }
-        if !self.has_data() {
+        if !c.has_data() {
             return None;
         }
-        if !self.cfg.pacing || now >= self.pace_next {
+        if !self.cc.paced() || now >= self.core.pace_next {
             if let Some(path) = self.select_path() {
                 return self.emit_data(now, path, buf, remote_flow);
             }
         }
-        if self.probing(now) && now >= self.line_next {
+        let c = &mut self.core;
+        if self.cc.probing(now) && now >= c.line_next {
             // Round robin over the paths in rotation, starting after the last probed.
-            let n = self.paths.len();
+            let n = c.paths.len();
             let next = (1..=n)
-                .map(|k| (self.probe_rr + k) % n)
-                .find(|&i| self.paths[i].status == PathStatus::Up);
+                .map(|k| (c.probe_rr + k) % n)
+                .find(|&i| c.paths[i].status == PathStatus::Up);
             if let Some(p) = next {
-                self.probe_rr = p;
-                return self.emit_probe(now, p, buf, remote_flow);
+                c.probe_rr = p;
+                return c.emit_probe(now, p, buf, remote_flow);
             }
         }
         None
     }
 
-    /// Deficit-based path selection (paper §4.2.3, eq. (6)), or random spraying.
+    /// The path of the next transmission: the path selector over the open windows
+    /// the congestion controller grants.
     fn select_path(&mut self) -> Option<usize> {
-        for (o, p) in self.open.iter_mut().zip(&self.paths) {
-            *o = p.open_window();
-        }
-        match self.cfg.path_selection {
-            PathSelection::Deficit => self.selector.select(&self.open),
-            PathSelection::Random => {
-                let n = self.open.iter().filter(|&&o| o > 0.0).count() as u64;
-                if n == 0 {
-                    return None;
-                }
-                let k = self.rng.gen_range(0..n) as usize;
-                self.open
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &o)| o > 0.0)
-                    .nth(k)
-                    .map(|(i, _)| i)
-            }
-        }
+        let c = &mut self.core;
+        self.cc.open_windows(&c.paths, &mut c.open);
+        self.selector.select(&c.open)
     }
 
     fn emit_data(
@@ -78,37 +67,32 @@ impl Sender {
         buf: &mut [u8],
         remote_flow: u32,
     ) -> Option<Transmit> {
-        let (psn, retx) = match self.retx.pop_first(&self.table, self.base) {
+        let c = &mut self.core;
+        let (psn, retx) = match c.retx.pop_first(&c.table, c.base) {
             Some(psn) => (psn, true),
             None => {
-                let k = if !self.scheduler_on {
-                    1
-                } else if self.cfg.scheduler_phase {
-                    self.phase_skip(path, now) + 1
-                } else {
-                    self.paths[path].skip as u64 + 1
-                };
-                let mut psn = self.unsent.kth(k)?;
-                if self.rx_window.is_some_and(|w| psn >= self.una + w) {
-                    psn = self.unsent.lowest()?; // the receiver cannot hold the skip
+                let k = self.scheduler.rank(now, path, &c.paths);
+                let mut psn = c.unsent.kth(k)?;
+                if c.rx_window.is_some_and(|w| psn >= c.una + w) {
+                    psn = c.unsent.lowest()?; // the receiver cannot hold the skip
                 }
                 (psn, false)
             }
         };
-        let idx = (psn - self.base) as usize;
-        self.loss_scan = self.loss_scan.min(psn);
+        let idx = (psn - c.base) as usize;
+        self.recovery.on_transmit(psn);
         if !retx {
-            self.unsent.mark_sent(psn);
-            while self.table.len() <= idx {
-                self.table.push_back(SentPacket::default());
+            c.unsent.mark_sent(psn);
+            while c.table.len() <= idx {
+                c.table.push_back(SentPacket::default());
             }
         }
-        let mi = self
+        let mi = c
             .messages
             .partition_point(|m| m.first_psn + m.packets <= psn);
-        let msg = &self.messages[mi];
-        let offset = (psn - msg.first_psn) * self.payload;
-        let len = (msg.data.len() as u64 - offset).min(self.payload) as usize;
+        let msg = &c.messages[mi];
+        let offset = (psn - msg.first_psn) * c.payload;
+        let len = (msg.data.len() as u64 - offset).min(c.payload) as usize;
         let mut flags = Flags::empty();
         if retx {
             flags.insert(Flags::RETX);
@@ -128,14 +112,14 @@ impl Sender {
                 payload_len: len,
             }),
         };
-        let hdr = repr.emit_with_token(buf, self.cfg.token).ok()?;
+        let hdr = repr.emit_with_token(buf, c.cfg.token).ok()?;
         let total = hdr + len;
         // Split: the payload stays where it is from the first byte that can (the
         // message's head, or an address of its external body): bytes before that
         // (the owned head's end, when the payload straddles head and body) are
         // copied after the header, and the rest is referenced. Without split, or
         // when nothing can stay, all of it is copied after the header.
-        let copied = if self.split {
+        let copied = if c.split {
             msg.data.split_point(offset as usize, len)
         } else {
             None
@@ -143,8 +127,8 @@ impl Sender {
         let written = match copied {
             Some(k) => {
                 msg.data.read(offset as usize, &mut buf[hdr..hdr + k]);
-                self.split_out = Some((msg.first_psn, offset + k as u64, (len - k) as u32));
-                self.stats.payloads_by_reference += 1;
+                c.split_out = Some((msg.first_psn, offset + k as u64, (len - k) as u32));
+                c.stats.payloads_by_reference += 1;
                 hdr + k
             }
             None => {
@@ -153,31 +137,30 @@ impl Sender {
             }
         };
 
-        let entry = &mut self.table[idx];
+        let entry = &mut c.table[idx];
         entry.queued = false;
         entry.in_flight = true;
         entry.path = path as u16;
         entry.sent_at = now;
         entry.tx_count = entry.tx_count.saturating_add(1);
-        let p = &mut self.paths[path];
+        let p = &mut c.paths[path];
         p.inflight += 1;
-        p.sent_in_interval += 1;
+        self.cc.on_sent(now, path);
         p.last_sent = Some(now);
         p.counters.data_sent += 1;
-        self.stats.data_packets_sent += 1;
-        self.stats.data_bytes_sent += total as u64;
+        c.stats.data_packets_sent += 1;
+        c.stats.data_bytes_sent += total as u64;
         if retx {
-            self.stats.retransmissions += 1;
+            c.stats.retransmissions += 1;
         }
-        let rate = self.pacing_rate();
+        let rate = self.cc.pacing_rate(&c.paths);
         if rate > 0.0 {
-            let gap = Duration::from_us_f64(total as f64 / self.cfg.mtu as f64 / rate);
-            self.pace_next = self.pace_next.max(self.burst_floor(now, gap)) + gap;
+            let gap = Duration::from_us_f64(total as f64 / c.cfg.mtu as f64 / rate);
+            c.pace_next = c.pace_next.max(c.burst_floor(now, gap)) + gap;
         }
-        self.advance_line_clock(now, total);
-        if self.last_progress < now && self.in_flight_count() == 1 {
-            self.last_progress = now; // the RTO runs from the first packet of a busy period
-        }
+        c.advance_line_clock(now, total);
+        let in_flight = c.in_flight_count();
+        self.recovery.on_transmitted(now, in_flight);
         Some(Transmit {
             path: path as u16,
             priority: Priority::Data,
@@ -194,13 +177,15 @@ impl Sender {
         buf: &mut [u8],
         remote_flow: u32,
     ) -> Option<(Transmit, Option<PayloadAt>)> {
-        self.split = true;
-        self.split_out = None;
+        self.core.split = true;
+        self.core.split_out = None;
         let t = self.poll_transmit(now, buf, remote_flow);
-        self.split = false;
-        t.map(|t| (t, self.split_out.take()))
+        self.core.split = false;
+        t.map(|t| (t, self.core.split_out.take()))
     }
+}
 
+impl Core {
     /// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`
     /// (exactly `now` without burst credit).
     fn burst_floor(&self, now: Instant, gap: Duration) -> Instant {
@@ -212,25 +197,6 @@ impl Sender {
     fn advance_line_clock(&mut self, now: Instant, len: usize) {
         let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
         self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
-    }
-
-    /// The skip of a transmission on `path` now, from the other paths' phases.
-    fn phase_skip(&mut self, path: usize, now: Instant) -> u64 {
-        let now_ns = now.as_ps() as f64 / 1e3;
-        let sc = &mut self.skip_scratch;
-        if sc.rates.len() != self.paths.len() {
-            return self.paths[path].skip as u64; // no skip computation yet
-        }
-        sc.next.clear();
-        for (q, p) in self.paths.iter().enumerate() {
-            let rate = sc.rates.get(q).copied().unwrap_or(0.0);
-            let next = match (p.last_sent, rate > 0.0) {
-                (Some(t), true) => t.as_ps() as f64 / 1e3 + 1.0 / rate,
-                _ => now_ns,
-            };
-            sc.next.push(next);
-        }
-        phase_skip(path, now_ns, &sc.rates, &sc.delays, &sc.next)
     }
 
     fn emit_probe(

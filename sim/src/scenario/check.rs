@@ -487,10 +487,10 @@ fn check_switch(file: &str, s: &SwitchSpec) -> Result<(), ScenarioError> {
 }
 
 fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
-    if t.kind != TransportKind::Rondo {
+    if let TransportKind::Planned(kind) = t.kind {
         return Err(ScenarioError::TransportNotImplemented {
             file: file.to_owned(),
-            kind: t.kind.name().to_owned(),
+            kind: kind.to_owned(),
         });
     }
     positive(file, "transport.reorder_buffer_kb", t.reorder_buffer_kb)?;
@@ -524,6 +524,10 @@ impl TransportSpec {
     /// seed).
     pub fn flow_config(&self, mtu: u32, host_bps: f64) -> rondo_proto::FlowConfig {
         let mut c = rondo_proto::FlowConfig {
+            transport: match self.kind {
+                TransportKind::Engine(t) => t,
+                TransportKind::Planned(_) => rondo_proto::Transport::RONDO, // refused by check()
+            },
             mtu: mtu as usize,
             line_rate_bps: host_bps as u64,
             scheduler: self.scheduler,

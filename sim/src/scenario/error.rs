@@ -56,7 +56,8 @@ pub enum ScenarioError {
     /// `transport.kind` names a transport that is not implemented yet.
     #[error(
         "{file}: transport.kind = \"{kind}\": not implemented yet (baselines issue); \
-         use \"rondo\""
+         use one of: {known}",
+        known = implemented()
     )]
     TransportNotImplemented {
         /// The file.
@@ -97,4 +98,12 @@ impl ScenarioError {
             allowed: allowed.into(),
         }
     }
+}
+
+/// The engine's transports, for messages.
+fn implemented() -> String {
+    rondo_proto::Transport::all()
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }

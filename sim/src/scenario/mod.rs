@@ -41,5 +41,5 @@ pub use schema::{
     AllToAllSpec, BackgroundSpec, CdfName, Clos3Spec, EventAction, EventSpec, FatTreeSpec,
     Fig2Spec, IncastSpec, LongFlowsSpec, ParallelSpec, PathEntry, PathSelectionSpec,
     PermutationSpec, PoissonSpec, Scenario, SwitchSpec, TopologySpec, TransportKind, TransportSpec,
-    WorkloadSpec, Workloads,
+    WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
 };

@@ -160,45 +160,61 @@ pub struct SwitchSpec {
     pub pfc_xon_kb: Option<f64>,
 }
 
-/// The transports a scenario may name. Only `rondo` is implemented so far.
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
+/// Baselines a scenario may already name, to come with the baselines issue: a
+/// scenario naming one is refused with [`ScenarioError::TransportNotImplemented`](super::ScenarioError::TransportNotImplemented).
+pub const PLANNED_TRANSPORTS: &[&str] =
+    &["mprdma", "falcon", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"];
+
+/// The transport a scenario names (`transport.kind`): one the engine has
+/// ([`rondo_proto::Transport`], any registered name), or a baseline still to come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TransportKind {
-    /// Rondo (this workspace's engine).
-    #[default]
-    Rondo,
-    /// Round-robin packet spraying.
-    Rrps,
-    /// MP-RDMA.
-    Mprdma,
-    /// Falcon-like.
-    Falcon,
-    /// UET-like.
-    Uet,
-    /// ECMP + DCQCN.
-    Ecmp,
-    /// Adaptive routing.
-    Ar,
-    /// ConnectX-7 RC, go-back-N.
-    RcGbn,
-    /// ConnectX-7 RC, selective repeat.
-    RcSr,
+    /// A transport of the engine.
+    Engine(rondo_proto::Transport),
+    /// A name of [`PLANNED_TRANSPORTS`].
+    Planned(&'static str),
+}
+
+impl Default for TransportKind {
+    fn default() -> Self {
+        TransportKind::RONDO
+    }
 }
 
 impl TransportKind {
+    /// Rondo.
+    pub const RONDO: TransportKind = TransportKind::Engine(rondo_proto::Transport::RONDO);
+
     /// The name as written in scenario files.
     pub fn name(self) -> &'static str {
         match self {
-            TransportKind::Rondo => "rondo",
-            TransportKind::Rrps => "rrps",
-            TransportKind::Mprdma => "mprdma",
-            TransportKind::Falcon => "falcon",
-            TransportKind::Uet => "uet",
-            TransportKind::Ecmp => "ecmp",
-            TransportKind::Ar => "ar",
-            TransportKind::RcGbn => "rc-gbn",
-            TransportKind::RcSr => "rc-sr",
+            TransportKind::Engine(t) => t.name(),
+            TransportKind::Planned(name) => name,
         }
+    }
+
+    /// Every name a scenario may write, the engine's first.
+    pub fn names() -> Vec<&'static str> {
+        rondo_proto::Transport::all()
+            .map(|t| t.name())
+            .chain(PLANNED_TRANSPORTS.iter().copied())
+            .collect()
+    }
+}
+
+impl<'de> Deserialize<'de> for TransportKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        if let Ok(t) = rondo_proto::Transport::from_name(&name) {
+            return Ok(TransportKind::Engine(t));
+        }
+        if let Some(p) = PLANNED_TRANSPORTS.iter().find(|p| **p == name) {
+            return Ok(TransportKind::Planned(p));
+        }
+        Err(de::Error::custom(format!(
+            "unknown transport `{name}`, expected one of {}",
+            TransportKind::names().join(", ")
+        )))
     }
 }
 
@@ -250,7 +266,7 @@ pub struct TransportSpec {
 impl Default for TransportSpec {
     fn default() -> Self {
         TransportSpec {
-            kind: TransportKind::Rondo,
+            kind: TransportKind::RONDO,
             reorder_buffer_kb: 1200.0,
             scheduler: true,
             probing: true,

@@ -36,7 +36,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
     let mut progress = Progress::new(!args.json);
     let mut outcome = match hello.transport {
         Transport::RawUdp => raw(&mut ctrl, hello, &mut progress)?,
-        Transport::Rondo => rondo::client(&mut ctrl, hello, &mut progress, rdma.as_ref())?,
+        Transport::Engine(_) => rondo::client(&mut ctrl, hello, &mut progress, rdma.as_ref())?,
         Transport::Rc => rc::client(&mut ctrl, hello, &mut progress, rdma.as_ref())?,
     };
     outcome.client_cpu_s = ctrl.session_cpu_ns() as f64 / 1e9;
@@ -77,7 +77,7 @@ pub fn outcome(hello: &Hello, sent: Done, received: &Report) -> Outcome {
         retx_packets: received.retx_packets,
         ood_max: received.ood_max,
         op: op_name(hello.op),
-        transport: transport_name(hello.transport),
+        transport: hello.transport.name(),
         backend: backend_name(hello.backend),
         paths: hello.paths,
         qps: hello.qps,
@@ -96,15 +96,6 @@ pub fn op_name(op: Op) -> &'static str {
         Op::Send => "send",
         Op::Write => "write",
         Op::Read => "read",
-    }
-}
-
-/// The name the CLI and the JSON use for a transport.
-pub fn transport_name(t: Transport) -> &'static str {
-    match t {
-        Transport::Rondo => "rondo",
-        Transport::RawUdp => "raw-udp",
-        Transport::Rc => "rc",
     }
 }
 

@@ -229,11 +229,11 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                check_combination(Backend::Udp, Some(Transport::Rondo), &d),
+                check_combination(Backend::Udp, Some(Transport::RONDO), &d),
                 Err(OptionError::DeviceOptionWithoutVerbs(name))
             );
         }
-        for t in [None, Some(Transport::Rondo), Some(Transport::Rc)] {
+        for t in [None, Some(Transport::RONDO), Some(Transport::Rc)] {
             assert_eq!(check_combination(Backend::Verbs, t, &verbs), Ok(()));
         }
         assert_eq!(

@@ -7,6 +7,7 @@
 //! [`ExchangeError`], never a panic; the server logs it and serves the next client.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -32,18 +33,65 @@ pub enum Op {
     Read,
 }
 
-/// What carries the data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
+/// What carries the data: `--transport NAME`, written as that name in the hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Transport {
-    /// Rondo queue pairs over the UDP backend (reliable, in order).
-    Rondo,
+    /// Rondo queue pairs over the UDP backend (reliable, in order), running one of
+    /// the engine's transports (`rondo`, `rrps`, ...: `rondo_proto::Transport`).
+    Engine(rondo_proto::Transport),
     /// The same number of UDP sockets and the same datagram size, no reliability:
     /// the ceiling Rondo is measured against.
     RawUdp,
     /// Plain RC queue pairs on the RDMA device (`--backend verbs`): the transport
     /// Rondo replaces, measured by the same tool.
     Rc,
+}
+
+impl Transport {
+    /// Rondo's own engine transport.
+    pub const RONDO: Transport = Transport::Engine(rondo_proto::Transport::RONDO);
+
+    /// The name the CLI and the JSON use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Engine(t) => t.name(),
+            Transport::RawUdp => "raw-udp",
+            Transport::Rc => "rc",
+        }
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Transport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Transport {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl std::str::FromStr for Transport {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Transport, String> {
+        match s {
+            "raw-udp" => Ok(Transport::RawUdp),
+            "rc" => Ok(Transport::Rc),
+            _ => rondo_proto::Transport::from_name(s)
+                .map(Transport::Engine)
+                .map_err(|e| format!("{e}, raw-udp, rc")),
+        }
+    }
 }
 
 /// What carries Rondo's datagrams.

@@ -110,9 +110,10 @@ pub struct ClientArgs {
     /// Queue pairs.
     #[arg(short = 'q', long, default_value_t = 1)]
     qps: u32,
-    /// What carries the data: Rondo queue pairs, raw datagrams (the UDP ceiling), or
-    /// plain RC queue pairs on the RDMA device (`--backend verbs`).
-    #[arg(long, value_enum, default_value_t = Transport::Rondo)]
+    /// What carries the data: Rondo queue pairs running an engine transport
+    /// (`rondo`, `rrps`, ...), raw datagrams (`raw-udp`, the UDP ceiling), or plain
+    /// RC queue pairs on the RDMA device (`rc`, `--backend verbs`).
+    #[arg(long, value_name = "NAME", default_value_t = Transport::RONDO)]
     transport: Transport,
     #[command(flatten)]
     device: DeviceArgs,

@@ -1,7 +1,7 @@
 //! `rondo perf server`: serves clients one after another; a client that fails (or is
 //! not a `rondo perf` client at all) is logged and the server goes on.
 
-use super::client::{op_name, raw_plan, transport_name, wait_report, SETUP_TIMEOUT};
+use super::client::{op_name, raw_plan, wait_report, SETUP_TIMEOUT};
 use super::device::{self, RdmaDevice};
 use super::exchange::{
     Accept, Backend, Control, ExchangeError, Hello, Message, Op, Report, Transport,
@@ -92,7 +92,7 @@ fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>) -> anyhow::Result<String
     }
     let report = match hello.transport {
         Transport::RawUdp => raw(ctrl, &hello)?,
-        Transport::Rondo => rondo::server(ctrl, &hello, rdma)?,
+        Transport::Engine(_) => rondo::server(ctrl, &hello, rdma)?,
         Transport::Rc => rc::server(ctrl, &hello, rdma)?,
     };
     Ok(describe(&hello, &report))
@@ -115,7 +115,7 @@ fn describe(h: &Hello, r: &Report) -> String {
             || format!("{} s", h.duration_s.unwrap_or(0.0)),
             |n| n.to_string()
         ),
-        transport_name(h.transport),
+        h.transport.name(),
         h.paths,
         h.qps,
         if h.lat { ", latency" } else { "" },

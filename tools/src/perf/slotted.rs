@@ -7,7 +7,7 @@
 //! credit count as in flight where the transport returns credits).
 
 use super::client::SETUP_TIMEOUT;
-use super::client::{backend_name, op_name, transport_name, wait_accept, wait_report};
+use super::client::{backend_name, op_name, wait_accept, wait_report};
 use super::exchange::{Accept, Control, Done, ExchangeError, Hello, Message, Op, Region, Report};
 use super::report::{gbps, LatencyRecorder, Meter, Outcome};
 use super::Progress;
@@ -170,7 +170,7 @@ pub(super) fn client_on<S: SlottedSide>(
         retx_packets: mine.retx_packets + report.retx_packets,
         ood_max: mine.ood_max.max(report.ood_max),
         op: op_name(hello.op),
-        transport: transport_name(hello.transport),
+        transport: hello.transport.name(),
         backend: backend_name(hello.backend),
         paths: S::paths(&hello),
         qps: hello.qps,

@@ -18,7 +18,7 @@ pub(super) fn hello(op: Op, size: u64, n: u64) -> Hello {
         duration_s: None,
         paths: 4,
         qps: 2,
-        transport: Transport::Rondo,
+        transport: Transport::RONDO,
         backend: Backend::Udp,
         mtu: 4096,
         tx_depth: 8,

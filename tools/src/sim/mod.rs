@@ -22,8 +22,9 @@ pub struct Args {
     /// List the built-in scenarios.
     #[arg(long)]
     list: bool,
-    /// Transport of every flow (overrides transport.kind).
-    #[arg(long, value_name = "NAME")]
+    /// Transport of every flow (overrides transport.kind); a comma-separated list
+    /// runs the scenario once per transport, side by side: --transport rondo,rrps.
+    #[arg(long, value_name = "NAME[,NAME...]")]
     transport: Option<String>,
     /// Override a scenario key, typed by the schema: --set transport.reorder_buffer_kb=32
     /// (repeatable; applied in order, after the built-in's own settings).
@@ -57,16 +58,38 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         return output::write_stdout(&output::list_text());
     }
     let mut overrides = Vec::new();
-    if let Some(t) = &args.transport {
-        overrides.push(Override::parse(&format!("transport.kind={t:?}"))?);
-    }
     if let Some(seed) = args.seed {
         overrides.push(Override::parse(&format!("seed={seed}"))?);
     }
     for s in &args.set {
         overrides.push(Override::parse(s)?);
     }
-    let (title, planned) = plan(args, &overrides)?;
+    let transports: Vec<&str> = match &args.transport {
+        Some(list) => list.split(',').map(str::trim).collect(),
+        None => Vec::new(),
+    };
+    if transports.iter().any(|t| t.is_empty()) {
+        bail!("--transport takes transport names separated by commas, for example rondo,rrps");
+    }
+    let (title, planned) = match transports.as_slice() {
+        [] => plan(args, &overrides)?,
+        [one] => plan(args, &with_transport(one, &overrides)?)?,
+        several => {
+            // Every run once per transport, each labelled with its transport.
+            let mut all = Vec::new();
+            let mut title = String::new();
+            for t in several {
+                let (name, runs) = plan(args, &with_transport(t, &overrides)?)?;
+                title = name;
+                for mut p in runs {
+                    let label = p.scenario.name.take().unwrap_or_else(|| title.clone());
+                    p.scenario.name = Some(format!("{label} [{t}]"));
+                    all.push(p);
+                }
+            }
+            (title, all)
+        }
+    };
     let about = match &args.builtin {
         Some(name) => Some(scenario::builtin(name)?.about),
         None => None,
@@ -133,6 +156,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `overrides` with the transport set first (the scenario's own keys still apply).
+fn with_transport(name: &str, overrides: &[Override]) -> anyhow::Result<Vec<Override>> {
+    let mut all = vec![Override::parse(&format!("transport.kind={name:?}"))?];
+    all.extend_from_slice(overrides);
+    Ok(all)
 }
 
 fn planned_scenarios(planned: &[Planned]) -> Vec<&Scenario> {

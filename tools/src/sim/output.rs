@@ -68,13 +68,19 @@ pub fn table_text(
         let _ = writeln!(out, "{title}: {about}");
     }
     if let Some(s) = scenarios.first() {
+        let mut transports: Vec<&str> = Vec::new();
+        for t in scenarios.iter().map(|s| s.transport.kind.name()) {
+            if !transports.contains(&t) {
+                transports.push(t);
+            }
+        }
         let _ = writeln!(
             out,
             "topology {} ({} hosts), transport {}, mtu {} B, seed {}, {} us simulated \
              (measured from {} us)",
             s.topology.kind(),
             s.topology.hosts(),
-            s.transport.kind.name(),
+            transports.join(", "),
             s.mtu,
             s.seed,
             s.duration_us,

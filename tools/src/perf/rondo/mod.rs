@@ -20,7 +20,7 @@
 mod tests;
 
 use super::device::RdmaDevice;
-use super::exchange::{Backend, Control, Hello, Message, Op, Region, Report};
+use super::exchange::{Backend, Control, Hello, Message, Op, Region, Report, Transport};
 use super::pattern::Pattern;
 use super::report::Outcome;
 use super::slotted::{self, server_polls, Counters, SlottedSide};
@@ -52,12 +52,17 @@ pub(super) fn slots(h: &Hello) -> usize {
 /// Engine settings of a run's queue pairs: on UDP the host-stack profile
 /// (`rondo_verbs::udp_flow_config`: base RTT and timer floors at the host's
 /// timescales, no pacing or probing), on the in-process fabric the paper's.
+/// The engine transport is the one the hello names.
 fn flow_config(ctx: &Context, h: &Hello) -> FlowConfig {
-    match ctx.device_name() {
+    let cfg = match ctx.device_name() {
         "udp" => rondo_verbs::udp_flow_config(h.paths as u16),
         #[cfg(all(feature = "verbs", target_os = "linux"))]
         "verbs" => rondo_verbs::verbs_flow_config(h.paths as u16, h.mtu as usize),
         _ => FlowConfig::default(),
+    };
+    match h.transport {
+        Transport::Engine(transport) => FlowConfig { transport, ..cfg },
+        Transport::RawUdp | Transport::Rc => cfg,
     }
 }
 

@@ -1,5 +1,7 @@
 //! Deficit-based path selection (paper §4.2.3, eq. (6)).
 
+use super::PathSelector;
+
 /// Per-path deficits Z_p. Each transmission adds every open path's normalised open
 /// window `O_p / sum_j O_j` to its deficit, picks the largest deficit, and takes one
 /// from it: paths receive transmissions in proportion to their open windows,
@@ -50,6 +52,16 @@ impl DeficitSelector {
         let best = best?;
         self.deficit[best] -= 1.0;
         Some(best)
+    }
+}
+
+impl PathSelector for DeficitSelector {
+    fn select(&mut self, open: &[f64]) -> Option<usize> {
+        DeficitSelector::select(self, open)
+    }
+
+    fn reset(&mut self, path: usize) {
+        DeficitSelector::reset(self, path)
     }
 }
 

@@ -1,8 +1,5 @@
-//! The packet scheduler (paper §4.3): which PSN a transmission on a given path
-//! carries. A transmission on path p sends the (skip_p + 1)-th smallest unsent PSN,
-//! skip_p from eq. (7).
+//! The set of unsent PSNs of a flow, and the k-th smallest of them.
 
-use crate::path::{PathState, PathStatus};
 use std::collections::VecDeque;
 
 /// The set of unsent PSNs of a flow, over absolute (64-bit, never wrapping) PSNs.
@@ -160,98 +157,6 @@ impl UnsentSet {
             self.base = self.low & !63;
         }
     }
-}
-
-/// The skips of eq. (7) from per-path transmission rates (packets per ns) and
-/// forward delays (ns, any common offset; `None` for a path without an estimate or
-/// out of rotation): skip_p = round( sum_{p' != p} rate_p' * max(D_p - D_p', 0) ).
-pub fn skips(rates_per_ns: &[f64], delays_ns: &[Option<f64>], out: &mut [u32]) {
-    for (p, slot) in out.iter_mut().enumerate() {
-        let Some(dp) = delays_ns[p] else {
-            *slot = 0;
-            continue;
-        };
-        let mut sum = 0.0;
-        for (q, (&rate, dq)) in rates_per_ns.iter().zip(delays_ns).enumerate() {
-            if let (true, Some(dq)) = (q != p, dq) {
-                sum += rate * (dp - dq).max(0.0);
-            }
-        }
-        *slot = sum.round().min(u32::MAX as f64) as u32;
-    }
-}
-
-/// The skip of a transmission on path `p` at `now_ns`, counting the other paths'
-/// actual upcoming opportunities rather than their fluid rate: path q, whose next
-/// transmission is expected at `next_ns[q]` and then every `1 / rates_per_ns[q]`,
-/// contributes the opportunities it has before `now + D_p - D_q` (App. C.4, eq. (55)
-/// without the fluid rounding). A path already past its expected next transmission
-/// contributes the rounded expected count instead. Paths without a delay estimate
-/// contribute nothing.
-pub fn phase_skip(
-    p: usize,
-    now_ns: f64,
-    rates_per_ns: &[f64],
-    delays_ns: &[Option<f64>],
-    next_ns: &[f64],
-) -> u64 {
-    let Some(dp) = delays_ns[p] else { return 0 };
-    let mut skip = 0u64;
-    for q in 0..rates_per_ns.len() {
-        let (Some(dq), rate) = (delays_ns[q], rates_per_ns[q]) else {
-            continue;
-        };
-        if q == p || rate <= 0.0 || dp <= dq {
-            continue;
-        }
-        let horizon = now_ns + (dp - dq);
-        if next_ns[q] >= now_ns {
-            // On schedule: its opportunities at next, next + 1/r, ... before the horizon.
-            if next_ns[q] < horizon {
-                skip += ((horizon - next_ns[q]) * rate).ceil() as u64;
-            }
-        } else {
-            // Overdue (held by its window or the pacer): its phase is unknown, so count
-            // the expected number of opportunities in the window, rounded. Counting
-            // it as due now would add one skip per overdue path for any delay
-            // difference, however small, and reorder equal-delay paths.
-            skip += ((horizon - now_ns) * rate).round() as u64;
-        }
-    }
-    skip
-}
-
-/// Recomputes every path's skip (eq. (7)) from its measured transmission rate and
-/// forward delay. The paper estimates a path's transmission rate as W_p / RTT_p; we
-/// use the measured data transmission rate of the path (EWMA over update
-/// intervals), which is the quantity eq. (7) multiplies and does not overestimate
-/// when the flow's pacer, not its window, limits the path. See docs/engine.md.
-pub(crate) fn compute_skips(paths: &mut [PathState], scratch: &mut SkipScratch) {
-    scratch.rates.clear();
-    scratch.delays.clear();
-    for p in paths.iter() {
-        let usable = p.status == PathStatus::Up && p.srtt.is_some();
-        scratch
-            .rates
-            .push(if usable { p.send_rate / 1e3 } else { 0.0 });
-        scratch
-            .delays
-            .push(if usable { p.fwd_delay_ns } else { None });
-    }
-    scratch.out.resize(paths.len(), 0);
-    skips(&scratch.rates, &scratch.delays, &mut scratch.out);
-    for (p, &k) in paths.iter_mut().zip(&scratch.out) {
-        p.skip = k;
-    }
-}
-
-/// Reusable buffers for [`compute_skips`] (no allocation per update).
-#[derive(Clone, Debug, Default)]
-pub(crate) struct SkipScratch {
-    pub(crate) rates: Vec<f64>,
-    pub(crate) delays: Vec<Option<f64>>,
-    pub(crate) next: Vec<f64>,
-    out: Vec<u32>,
 }
 
 #[cfg(test)]

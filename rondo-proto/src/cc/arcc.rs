@@ -1,0 +1,561 @@
+//! ARCC: Rondo's ACK-rate-based congestion control per path (paper §4.2.1) with
+//! low-priority capacity probing (§4.2.2).
+
+use super::{AckSample, CongestionControl, FlowView, Tick};
+use crate::config::{AlphaWeight, FlowConfig, QueueEstimate};
+use crate::path::{max_base_rtt, PathState, PathStatus};
+use crate::time::{Duration, Instant};
+use crate::wire::NakReason;
+
+/// Shortest ARCC update interval, whatever the RTT samples say.
+const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
+
+/// What one ARCC update saw and decided (for tests and traces).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ArccUpdate {
+    /// ACK-rate sample of the interval, packets per microsecond (data and probe ACKs).
+    pub sample: f64,
+    /// Estimated queue Q_p in packets.
+    pub queue: f64,
+    /// Estimated queueing delay d_p in microseconds (infinite when r_p = 0).
+    pub queue_delay_us: f64,
+    /// Whether the update set W = W* directly.
+    pub direct: bool,
+}
+
+/// The ARCC parameters that apply to every path of a flow.
+#[derive(Clone, Copy, Debug)]
+struct ArccParams {
+    q0: f64,
+    tau_q: Duration,
+    alpha: f64,
+    alpha_weight: AlphaWeight,
+    gamma: f64,
+    fast_correction_factor: f64,
+    min_window: f64,
+    queue_estimate: QueueEstimate,
+}
+
+/// ARCC's state of one path.
+#[derive(Clone, Debug)]
+struct ArccPath {
+    /// Window W_p in packets.
+    window: f64,
+    /// Margin q_p in packets.
+    margin: f64,
+    /// ACK rate r_p, packets per microsecond.
+    ack_rate: f64,
+    /// Data transmissions per microsecond, EWMA over update intervals.
+    send_rate: f64,
+    interval_rtt_sum_ps: f64,
+    interval_rtt_samples: u32,
+    sent_in_interval: u32,
+    updates: u64,
+    acks_in_interval: u32,
+    probe_acks_in_interval: u32,
+    interval_start: Instant,
+    next_update: Option<Instant>,
+    /// Extra data packets allowed by probe ACKs before the next update (§4.2.2).
+    probe_credit: u32,
+    /// Set once an update has folded probe ACKs into the window: from then on
+    /// probe ACKs no longer grant extra packets (until the next probing phase).
+    probe_absorbed: bool,
+}
+
+impl ArccPath {
+    fn new(cfg: &FlowConfig, now: Instant) -> ArccPath {
+        ArccPath {
+            window: cfg.initial_window,
+            margin: cfg.q0 / 4.0, // paper App. C.3: q starts at a = q0/4
+            ack_rate: 0.0,
+            send_rate: 0.0,
+            interval_rtt_sum_ps: 0.0,
+            interval_rtt_samples: 0,
+            sent_in_interval: 0,
+            updates: 0,
+            acks_in_interval: 0,
+            probe_acks_in_interval: 0,
+            interval_start: now,
+            next_update: None,
+            probe_credit: 0,
+            probe_absorbed: false,
+        }
+    }
+
+    /// One ARCC update at the end of an interval (paper §4.2.1, eqs. (5) and (19)),
+    /// with `inflight` packets in flight on the path. Returns `None` when the path
+    /// has had no ACK yet (no update before the first ACK).
+    fn update(
+        &mut self,
+        now: Instant,
+        base_rtt: Duration,
+        inflight: u32,
+        p: &ArccParams,
+    ) -> Option<ArccUpdate> {
+        let elapsed = now.saturating_since(self.interval_start);
+        if elapsed == Duration::ZERO {
+            return None;
+        }
+        let acks = self.acks_in_interval + self.probe_acks_in_interval;
+        if self.updates == 0 && acks == 0 {
+            // Not a single ACK yet: keep W0 and wait.
+            return None;
+        }
+        let sample = acks as f64 / elapsed.as_us_f64();
+        let sent = self.sent_in_interval as f64 / elapsed.as_us_f64();
+        self.send_rate = if self.updates == 0 {
+            sent
+        } else {
+            p.alpha * self.send_rate + (1.0 - p.alpha) * sent
+        };
+        self.sent_in_interval = 0;
+        self.ack_rate = if self.updates == 0 {
+            sample // start r_p from the first sample, not from 0
+        } else {
+            match p.alpha_weight {
+                AlphaWeight::History => p.alpha * self.ack_rate + (1.0 - p.alpha) * sample,
+                AlphaWeight::Sample => (1.0 - p.alpha) * self.ack_rate + p.alpha * sample,
+            }
+        };
+        let t_us = base_rtt.as_us_f64();
+        let tau_us = p.tau_q.as_us_f64();
+        let pipe = self.ack_rate * t_us; // C_p = r_p T
+        let queue = inflight as f64 - pipe; // Q_p = inflight_p - C_p
+        let by_inflight = if self.ack_rate > 0.0 {
+            (queue / self.ack_rate).max(0.0)
+        } else if queue > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        // Queueing delay d_p. The paper derives it from the excess inflight, Q_p / r_p;
+        // with an EWMA-smoothed r_p that estimate lags when a flow's share changes
+        // (a shrinking flow sees no queue and keeps its margin, a growing one sees
+        // a large queue and cuts it), which stalls convergence to fairness. The
+        // interval's mean RTT minus the base RTT measures the same queue without the
+        // lag and is the same for every flow crossing it (App. C's assumption).
+        // Q_p / r_p remains the fallback for intervals without RTT samples.
+        let delay_us = if self.interval_rtt_samples > 0 {
+            let avg = self.interval_rtt_sum_ps / self.interval_rtt_samples as f64 / 1e6;
+            match p.queue_estimate {
+                QueueEstimate::Rtt => (avg - t_us).max(0.0),
+                QueueEstimate::Inflight => by_inflight,
+            }
+        } else {
+            by_inflight
+        };
+        self.interval_rtt_sum_ps = 0.0;
+        self.interval_rtt_samples = 0;
+        if delay_us < tau_us {
+            self.margin = (self.margin + p.q0 / 4.0).min(p.q0);
+        } else if delay_us.is_finite() {
+            self.margin *= tau_us / delay_us; // eq. (19)
+        } else {
+            self.margin = p.q0 / 4.0;
+        }
+        let target = pipe + self.margin; // eq. (5): W* = r T + q
+        let direct = self.updates == 0 || delay_us > p.fast_correction_factor * tau_us;
+        self.window = if direct {
+            target
+        } else {
+            (1.0 - p.gamma) * self.window + p.gamma * target
+        };
+        self.window = self.window.max(p.min_window);
+        self.updates += 1;
+        if self.probe_acks_in_interval > 0 {
+            self.probe_absorbed = true;
+        }
+        self.acks_in_interval = 0;
+        self.probe_acks_in_interval = 0;
+        self.probe_credit = 0;
+        self.interval_start = now;
+        Some(ArccUpdate {
+            sample,
+            queue,
+            queue_delay_us: delay_us,
+            direct,
+        })
+    }
+
+    /// A fresh controller for a path back in rotation.
+    fn restart(&mut self, cfg: &Restart, now: Instant) {
+        self.window = cfg.initial_window;
+        self.margin = cfg.q0 / 4.0;
+        self.ack_rate = 0.0;
+        self.updates = 0;
+        self.acks_in_interval = 0;
+        self.probe_acks_in_interval = 0;
+        self.interval_start = now;
+        self.probe_credit = 0;
+        self.probe_absorbed = false;
+        self.next_update = None;
+    }
+}
+
+/// What ARCC keeps of the flow configuration.
+#[derive(Clone, Copy, Debug)]
+struct Restart {
+    initial_window: f64,
+    q0: f64,
+}
+
+/// Rondo's congestion controller: per path, every update interval Tu = 0.5 T_p
+/// (paper §4.2.1), the ACK rate r_p sets the pipe r_p T_p and the margin q_p
+/// follows the queueing delay against tau_q (eq. (19)); the window tends to
+/// W*_p = r_p T_p + q_p (eq. (5)). The flow is paced at sum_p W_p / T_p. Capacity
+/// probing (§4.2.2) runs at start and after quiet periods: probe ACKs count into
+/// the ACK rate and each grants one extra data packet before the update that
+/// absorbs them.
+#[derive(Clone, Debug)]
+pub struct Arcc {
+    params: ArccParams,
+    restart: Restart,
+    initial_rtt: Duration,
+    update_interval_rtts: f64,
+    target_queue_rtts: f64,
+    pacing: bool,
+    probing_enabled: bool,
+    probe_duration_rtts: f64,
+    probe_trigger_updates: u32,
+    paths: Vec<ArccPath>,
+    /// The current probing phase ends then (`Instant::MAX`: startup probing,
+    /// waiting for its first ACK).
+    probing_until: Option<Instant>,
+    quiet_updates: u32,
+    last_nak_cut: Option<Instant>,
+}
+
+impl Arcc {
+    /// The controller of a flow configured by `cfg` over `paths`, at `now`.
+    pub fn new(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Arcc {
+        let mut a = Arcc {
+            params: ArccParams {
+                q0: cfg.q0,
+                tau_q: Duration::ZERO,
+                alpha: cfg.alpha,
+                alpha_weight: cfg.alpha_weight,
+                gamma: cfg.gamma,
+                fast_correction_factor: cfg.fast_correction_factor,
+                min_window: cfg.min_window,
+                queue_estimate: cfg.queue_estimate,
+            },
+            restart: Restart {
+                initial_window: cfg.initial_window,
+                q0: cfg.q0,
+            },
+            initial_rtt: cfg.initial_rtt,
+            update_interval_rtts: cfg.update_interval_rtts,
+            target_queue_rtts: cfg.target_queue_rtts,
+            pacing: cfg.pacing,
+            probing_enabled: cfg.probing,
+            probe_duration_rtts: cfg.probe_duration_rtts,
+            probe_trigger_updates: cfg.probe_trigger_updates,
+            paths: (0..paths.len()).map(|_| ArccPath::new(cfg, now)).collect(),
+            probing_until: cfg.probing.then_some(Instant::MAX),
+            quiet_updates: 0,
+            last_nak_cut: None,
+        };
+        a.refresh_tau(paths);
+        a
+    }
+
+    /// Margin q_p of a path, packets.
+    pub fn margin(&self, path: usize) -> f64 {
+        self.paths[path].margin
+    }
+
+    /// ACK rate r_p of a path, packets per microsecond.
+    pub fn ack_rate(&self, path: usize) -> f64 {
+        self.paths[path].ack_rate
+    }
+
+    /// Measured data transmission rate of a path, packets per microsecond (EWMA).
+    pub fn send_rate(&self, path: usize) -> f64 {
+        self.paths[path].send_rate
+    }
+
+    /// Target queueing delay tau_q = `target_queue_rtts` x the largest base RTT.
+    pub fn tau_q(&self) -> Duration {
+        self.params.tau_q
+    }
+
+    /// ARCC update interval Tu = 0.5 T of a path (paper §4.2.1), floored.
+    fn update_interval(&self, base_rtt: Duration) -> Duration {
+        base_rtt
+            .mul_f64(self.update_interval_rtts)
+            .max(MIN_UPDATE_INTERVAL)
+    }
+
+    fn refresh_tau(&mut self, paths: &[PathState]) {
+        self.params.tau_q = max_base_rtt(paths, self.initial_rtt).mul_f64(self.target_queue_rtts);
+    }
+
+    fn start_probing(&mut self, until: Instant) {
+        self.probing_until = Some(until);
+        for p in &mut self.paths {
+            p.probe_absorbed = false;
+        }
+    }
+
+    /// A probing phase starts after `probe_trigger_updates` updates per path in a
+    /// row in which everything sent at least one base RTT ago was acknowledged and
+    /// data waited. Returns whether one started.
+    fn check_probe_trigger(
+        &mut self,
+        now: Instant,
+        paths: &[PathState],
+        flow: &dyn FlowView,
+    ) -> bool {
+        if !self.probing_enabled || self.probing(now) {
+            self.quiet_updates = 0;
+            return false;
+        }
+        let t = max_base_rtt(paths, self.initial_rtt);
+        if flow.sent_before_acked(now, t) && flow.has_data() {
+            self.quiet_updates += 1;
+        } else {
+            self.quiet_updates = 0;
+        }
+        let up = paths
+            .iter()
+            .filter(|p| p.status == PathStatus::Up)
+            .count()
+            .max(1) as u32;
+        if self.quiet_updates >= self.probe_trigger_updates * up {
+            self.quiet_updates = 0;
+            self.start_probing(now + t.mul_f64(self.probe_duration_rtts));
+            return true;
+        }
+        false
+    }
+}
+
+impl CongestionControl for Arcc {
+    /// O_p = max(0, W_p + probe credit - inflight_p) (paper §4.2.3).
+    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+        for ((o, s), a) in open.iter_mut().zip(paths).zip(&self.paths) {
+            *o = if s.status != PathStatus::Up {
+                0.0
+            } else {
+                (a.window + a.probe_credit as f64 - s.inflight as f64).max(0.0)
+            };
+        }
+    }
+
+    fn any_open(&self, paths: &[PathState]) -> bool {
+        paths.iter().zip(&self.paths).any(|(s, a)| {
+            s.status == PathStatus::Up
+                && (a.window + a.probe_credit as f64 - s.inflight as f64).max(0.0) > 0.0
+        })
+    }
+
+    fn paced(&self) -> bool {
+        self.pacing
+    }
+
+    /// sum_p (W_p + probe credit) / T_p over the paths in rotation.
+    fn pacing_rate(&self, paths: &[PathState]) -> f64 {
+        paths
+            .iter()
+            .zip(&self.paths)
+            .filter(|(s, _)| s.status == PathStatus::Up)
+            .map(|(s, a)| {
+                (a.window + a.probe_credit as f64) / s.base_rtt_or(self.initial_rtt).as_us_f64()
+            })
+            .sum()
+    }
+
+    fn probing(&self, now: Instant) -> bool {
+        self.probing_until.is_some_and(|t| now < t)
+    }
+
+    fn probing_until(&self) -> Option<Instant> {
+        self.probing_until
+    }
+
+    fn path_rate(&self, path: usize) -> f64 {
+        self.paths[path].send_rate
+    }
+
+    fn window(&self, path: usize) -> f64 {
+        self.paths[path].window
+    }
+
+    fn on_sent(&mut self, _now: Instant, path: usize) {
+        self.paths[path].sent_in_interval += 1;
+    }
+
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
+        if let Some(rtt) = ack.rtt {
+            let a = &mut self.paths[ack.path];
+            a.interval_rtt_sum_ps += rtt.as_ps() as f64;
+            a.interval_rtt_samples += 1;
+            self.refresh_tau(paths);
+        }
+        let tu = self.update_interval(paths[ack.path].base_rtt_or(self.initial_rtt));
+        let a = &mut self.paths[ack.path];
+        if a.next_update.is_none() {
+            // First ACK of the path: its first ARCC interval starts now.
+            a.interval_start = now;
+            a.next_update = Some(now + tu);
+        }
+        if ack.probe {
+            a.probe_acks_in_interval += 1;
+            if !a.probe_absorbed {
+                a.probe_credit += 1; // one extra data packet per probe ACK (§4.2.2)
+            }
+        } else {
+            a.acks_in_interval += 1;
+        }
+        if self.probing_until == Some(Instant::MAX) {
+            // Startup probing lasts three base RTTs from the first ACK.
+            let t = max_base_rtt(paths, self.initial_rtt).mul_f64(self.probe_duration_rtts);
+            self.probing_until = Some(now + t);
+        }
+    }
+
+    fn on_nak(&mut self, _now: Instant, _path: usize, _reason: NakReason) {}
+
+    /// ARCC reacts to rates and delays, not to losses.
+    fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &[PathState]) {}
+
+    /// Halves every window and margin, at most once per RTT, toward what the
+    /// receiver can hold (docs/engine.md, "Loss recovery").
+    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool {
+        let rtt = paths
+            .iter()
+            .filter_map(|p| p.srtt)
+            .max()
+            .unwrap_or(self.initial_rtt);
+        if self.last_nak_cut.is_some_and(|t| now < t + rtt) {
+            return false;
+        }
+        self.last_nak_cut = Some(now);
+        let min_w = self.params.min_window;
+        for p in &mut self.paths {
+            p.window = (p.window / 2.0).max(min_w);
+            p.margin /= 2.0;
+        }
+        true
+    }
+
+    /// Everything is silent: every path is suspect; keep them up but restart them
+    /// from W0 so the resends go out gently.
+    fn on_rto(&mut self, _now: Instant, paths: &[PathState]) {
+        for (a, s) in self.paths.iter_mut().zip(paths) {
+            if s.status == PathStatus::Up {
+                a.window = self.restart.initial_window;
+            }
+        }
+    }
+
+    fn on_path_up(&mut self, now: Instant, path: usize, paths: &[PathState]) {
+        let restart = self.restart;
+        self.paths[path].restart(&restart, now);
+        if self.probing_enabled {
+            let t = max_base_rtt(paths, self.initial_rtt).mul_f64(self.probe_duration_rtts);
+            self.start_probing(now + t);
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        self.paths.iter().filter_map(|p| p.next_update).min()
+    }
+
+    fn on_tick(&mut self, now: Instant, paths: &[PathState], flow: &dyn FlowView) -> Tick {
+        if self.probing_until.is_some_and(|end| end <= now) {
+            self.probing_until = None;
+        }
+        let mut tick = Tick::default();
+        for i in 0..self.paths.len() {
+            let Some(due) = self.paths[i].next_update else {
+                continue;
+            };
+            if due > now {
+                continue;
+            }
+            let base_rtt = paths[i].base_rtt_or(self.initial_rtt);
+            if paths[i].inflight == 0 && !flow.has_data() {
+                // Idle: freeze the controller; the next ACK restarts its interval.
+                self.paths[i].next_update = None;
+                continue;
+            }
+            let params = self.params;
+            self.paths[i].update(now, base_rtt, paths[i].inflight, &params);
+            let tu = self.update_interval(base_rtt);
+            self.paths[i].next_update = Some(now + tu);
+            tick.updated = true;
+            if self.check_probe_trigger(now, paths, flow) {
+                tick.probing_phases += 1;
+            }
+        }
+        if tick.updated {
+            self.refresh_tau(paths);
+        }
+        tick
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> ArccParams {
+        ArccParams {
+            q0: 3.0,
+            tau_q: Duration::from_ns(800),
+            alpha: 0.8,
+            alpha_weight: AlphaWeight::History,
+            gamma: 0.5,
+            fast_correction_factor: 4.0,
+            min_window: 1.0,
+            queue_estimate: QueueEstimate::Rtt,
+        }
+    }
+
+    #[test]
+    fn no_update_before_the_first_ack() {
+        let cfg = FlowConfig::default();
+        let mut p = ArccPath::new(&cfg, Instant::ZERO);
+        assert!(p
+            .update(Instant::from_us(10), Duration::from_us(20), 0, &params())
+            .is_none());
+        assert_eq!(p.window, 1.0);
+    }
+
+    #[test]
+    fn first_update_sets_the_window_to_the_target() {
+        let cfg = FlowConfig::default();
+        let mut p = ArccPath::new(&cfg, Instant::ZERO);
+        // 20 ACKs in 10 us = 2 packets/us; T = 20 us -> pipe 40 packets.
+        p.acks_in_interval = 20;
+        let u = p
+            .update(Instant::from_us(10), Duration::from_us(20), 40, &params())
+            .unwrap();
+        assert!(u.direct);
+        assert_eq!(p.ack_rate, 2.0);
+        // queue 0 < tau: margin grows from 0.75 to 1.5
+        assert!((p.margin - 1.5).abs() < 1e-9);
+        assert!((p.window - 41.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn large_queue_cuts_the_margin_multiplicatively() {
+        let cfg = FlowConfig::default();
+        let mut p = ArccPath::new(&cfg, Instant::ZERO);
+        p.acks_in_interval = 20;
+        p.update(Instant::from_us(10), Duration::from_us(20), 40, &params())
+            .unwrap();
+        // Next interval: same rate, but 44 in flight: Q = 4 packets, d = 2 us > tau 0.8 us.
+        p.acks_in_interval = 20;
+        let m = p.margin;
+        let u = p
+            .update(Instant::from_us(20), Duration::from_us(20), 44, &params())
+            .unwrap();
+        assert!((u.queue - 4.0).abs() < 1e-9);
+        assert!((u.queue_delay_us - 2.0).abs() < 1e-9);
+        assert!((p.margin - m * 0.8 / 2.0).abs() < 1e-9);
+        // 2 us < 4 tau = 3.2 us: smoothed, not direct.
+        assert!(!u.direct);
+    }
+}

@@ -1,0 +1,187 @@
+//! The congestion-control seam: windows and rates per flow and per path, pacing.
+//!
+//! A controller sees every ACK with its path, RTT sample, forward delay, ECN echo
+//! and probe flag, every NAK and loss verdict, the receiver's "buffer full"
+//! signal, every transmission, and a periodic tick it schedules itself; it answers
+//! how much each path may send now ([`CongestionControl::open_windows`]) and how
+//! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2) and
+//! [`Aimd`] (one window per flow, halved on loss: RRPS's). [`AnyCc`] dispatches
+//! statically over them.
+//!
+//! Units: windows in packets (`f64`, fractional), rates in packets per
+//! microsecond (`f64`), times as [`Instant`] / [`Duration`] (integer picoseconds).
+
+mod aimd;
+mod arcc;
+
+pub use aimd::Aimd;
+pub use arcc::{Arcc, ArccUpdate};
+
+use crate::path::PathState;
+use crate::time::{Duration, Instant};
+use crate::wire::NakReason;
+
+/// What one ACK told the sender about its path.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AckSample {
+    /// The path the acknowledged packet was sent on.
+    pub path: usize,
+    /// RTT of the packet, when the ACK gave a sample (data ACKs with a valid echo).
+    pub rtt: Option<Duration>,
+    /// Forward delay sample in ns (receiver clock minus sender clock), with `rtt`.
+    pub forward_delay_ns: Option<f64>,
+    /// The ACK answers a capacity probe.
+    pub probe: bool,
+    /// The acknowledged packet was marked Congestion Experienced.
+    pub ecn: bool,
+}
+
+/// What a controller may ask of the flow it controls during a tick.
+pub trait FlowView {
+    /// Data waits to be sent (new PSNs the receiver can hold, or retransmissions).
+    fn has_data(&self) -> bool;
+    /// Every data packet sent at least `age` before `now` has been acknowledged
+    /// (or is no longer in flight).
+    fn sent_before_acked(&self, now: Instant, age: Duration) -> bool;
+}
+
+/// What a tick did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tick {
+    /// At least one path's controller updated (the scheduler re-reads the rates).
+    pub updated: bool,
+    /// Capacity-probing phases started by this tick.
+    pub probing_phases: u32,
+}
+
+/// A congestion controller of one flow over its paths.
+pub trait CongestionControl {
+    /// How many packets each path may send now, into `open` (one entry per path;
+    /// 0 for none, and for every path out of rotation).
+    fn open_windows(&self, paths: &[PathState], open: &mut [f64]);
+    /// Whether any path may send now.
+    fn any_open(&self, paths: &[PathState]) -> bool;
+    /// Whether the flow is paced at [`CongestionControl::pacing_rate`].
+    fn paced(&self) -> bool;
+    /// Flow pacing rate, packets per microsecond (0: no rate known yet).
+    fn pacing_rate(&self, paths: &[PathState]) -> f64;
+    /// Whether capacity probes fill the line now when the windows block data.
+    fn probing(&self, now: Instant) -> bool;
+    /// End of the current probing phase, if one runs or waits for its first ACK
+    /// (`Instant::MAX`).
+    fn probing_until(&self) -> Option<Instant>;
+    /// Measured data transmission rate of a path, packets per microsecond (0 when
+    /// the controller does not measure one).
+    fn path_rate(&self, path: usize) -> f64;
+    /// The window of a path in packets, for reports (a per-flow window for
+    /// controllers that keep one).
+    fn window(&self, path: usize) -> f64;
+    /// A data packet was sent on `path`.
+    fn on_sent(&mut self, now: Instant, path: usize);
+    /// An ACK arrived (data or probe); `paths` already holds its samples.
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]);
+    /// A NAK arrived for a packet sent on `path`.
+    fn on_nak(&mut self, now: Instant, path: usize, reason: NakReason);
+    /// A packet sent on `path` was declared lost (`by_timeout`: by the RTO or a
+    /// path failure, not by early recovery).
+    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, paths: &[PathState]);
+    /// The receiver's reorder buffer refused a packet for lack of room. Returns
+    /// whether the windows were cut.
+    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool;
+    /// The retransmission timer fired.
+    fn on_rto(&mut self, now: Instant, paths: &[PathState]);
+    /// Path `path` came back into rotation.
+    fn on_path_up(&mut self, now: Instant, path: usize, paths: &[PathState]);
+    /// The next tick the controller wants, if any.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Runs the controller's timers due at `now`.
+    fn on_tick(&mut self, now: Instant, paths: &[PathState], flow: &dyn FlowView) -> Tick;
+}
+
+/// Every congestion controller, dispatched statically.
+#[derive(Clone, Debug)]
+pub enum AnyCc {
+    /// Rondo's ACK-rate-based control with capacity probing.
+    Arcc(Arcc),
+    /// One AIMD window for the flow.
+    Aimd(Aimd),
+}
+
+impl AnyCc {
+    /// The window of `path` in packets (a per-flow window for controllers that
+    /// keep one), for reports.
+    pub fn window(&self, path: usize) -> f64 {
+        CongestionControl::window(self, path)
+    }
+
+    /// Rondo's controller, when this is it (its per-path state for reports).
+    pub fn arcc(&self) -> Option<&Arcc> {
+        match self {
+            AnyCc::Arcc(a) => Some(a),
+            AnyCc::Aimd(_) => None,
+        }
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $c:ident => $e:expr) => {
+        match $self {
+            AnyCc::Arcc($c) => $e,
+            AnyCc::Aimd($c) => $e,
+        }
+    };
+}
+
+impl CongestionControl for AnyCc {
+    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+        dispatch!(self, c => c.open_windows(paths, open))
+    }
+    fn any_open(&self, paths: &[PathState]) -> bool {
+        dispatch!(self, c => c.any_open(paths))
+    }
+    fn paced(&self) -> bool {
+        dispatch!(self, c => c.paced())
+    }
+    fn pacing_rate(&self, paths: &[PathState]) -> f64 {
+        dispatch!(self, c => c.pacing_rate(paths))
+    }
+    fn probing(&self, now: Instant) -> bool {
+        dispatch!(self, c => c.probing(now))
+    }
+    fn probing_until(&self) -> Option<Instant> {
+        dispatch!(self, c => c.probing_until())
+    }
+    fn path_rate(&self, path: usize) -> f64 {
+        dispatch!(self, c => c.path_rate(path))
+    }
+    fn window(&self, path: usize) -> f64 {
+        dispatch!(self, c => c.window(path))
+    }
+    fn on_sent(&mut self, now: Instant, path: usize) {
+        dispatch!(self, c => c.on_sent(now, path))
+    }
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
+        dispatch!(self, c => c.on_ack(now, ack, paths))
+    }
+    fn on_nak(&mut self, now: Instant, path: usize, reason: NakReason) {
+        dispatch!(self, c => c.on_nak(now, path, reason))
+    }
+    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, paths: &[PathState]) {
+        dispatch!(self, c => c.on_loss(now, path, by_timeout, paths))
+    }
+    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool {
+        dispatch!(self, c => c.on_receiver_full(now, paths))
+    }
+    fn on_rto(&mut self, now: Instant, paths: &[PathState]) {
+        dispatch!(self, c => c.on_rto(now, paths))
+    }
+    fn on_path_up(&mut self, now: Instant, path: usize, paths: &[PathState]) {
+        dispatch!(self, c => c.on_path_up(now, path, paths))
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        dispatch!(self, c => c.poll_timeout())
+    }
+    fn on_tick(&mut self, now: Instant, paths: &[PathState], flow: &dyn FlowView) -> Tick {
+        dispatch!(self, c => c.on_tick(now, paths, flow))
+    }
+}

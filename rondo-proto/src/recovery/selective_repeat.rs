@@ -1,0 +1,162 @@
+//! Selective repeat: early recovery (a PSN gap plus a per-path ACK deadline) and
+//! a retransmission timeout with exponential backoff and a retry limit.
+
+use super::LossRecovery;
+use crate::config::FlowConfig;
+use crate::event::{ConnectionError, Event};
+use crate::sender::Core;
+use crate::time::{Duration, Instant};
+use std::collections::VecDeque;
+
+/// Selective repeat (docs/engine.md, "Loss recovery"): a packet is lost when the
+/// receiver has seen a PSN more than `threshold` beyond it **and** its own path's
+/// ACK deadline (smoothed RTT plus the larger of four RTT deviations and a quarter
+/// RTT) has passed since it was sent. The RTO is max(`rto_min`, 3 x the largest
+/// smoothed RTT), doubling per timeout without progress, and the connection fails
+/// after `retry_limit` of them.
+#[derive(Clone, Debug)]
+pub struct SelectiveRepeat {
+    threshold: u64,
+    initial_rtt: Duration,
+    rto_min: Duration,
+    retry_limit: u32,
+    loss_timer: Option<Instant>,
+    /// No table entry below this PSN is a loss candidate (in flight, not acked):
+    /// where detection starts. Every transmission lowers it to its PSN.
+    loss_scan: u64,
+    /// Scratch: each path's ACK deadline during detection.
+    deadlines: Vec<Duration>,
+    retries: u32,
+    last_progress: Instant,
+}
+
+impl SelectiveRepeat {
+    /// The scheme of a flow configured by `cfg`, starting at `now`.
+    pub fn new(cfg: &FlowConfig, now: Instant) -> SelectiveRepeat {
+        SelectiveRepeat {
+            threshold: u64::from(cfg.early_recovery_threshold),
+            initial_rtt: cfg.initial_rtt,
+            rto_min: cfg.rto_min,
+            retry_limit: cfg.retry_limit,
+            loss_timer: None,
+            loss_scan: u64::from(cfg.initial_psn),
+            deadlines: Vec::with_capacity(usize::from(cfg.paths)),
+            retries: 0,
+            last_progress: now,
+        }
+    }
+
+    fn rto(&self, core: &Core) -> Duration {
+        let srtt = core
+            .paths
+            .iter()
+            .filter_map(|p| p.srtt)
+            .max()
+            .unwrap_or(self.initial_rtt);
+        let base = srtt.saturating_mul(3).max(self.rto_min);
+        base.saturating_mul(1u64 << self.retries.min(16))
+    }
+
+    fn rto_deadline(&self, core: &Core) -> Option<Instant> {
+        (core.in_flight_count() > 0 || core.retx_pending())
+            .then(|| self.last_progress + self.rto(core))
+    }
+}
+
+impl LossRecovery for SelectiveRepeat {
+    fn on_transmit(&mut self, psn: u64) {
+        self.loss_scan = self.loss_scan.min(psn);
+    }
+
+    fn on_transmitted(&mut self, now: Instant, in_flight: u32) {
+        if self.last_progress < now && in_flight == 1 {
+            self.last_progress = now; // the RTO runs from the first packet of a busy period
+        }
+    }
+
+    fn on_progress(&mut self, now: Instant) {
+        self.retries = 0;
+        self.last_progress = now;
+    }
+
+    fn detect_losses(&mut self, now: Instant, core: &mut Core) {
+        self.loss_timer = None;
+        let thr = self.threshold;
+        if core.highest_seen < core.base + thr + 1 {
+            return;
+        }
+        let limit = ((core.highest_seen - thr - core.base) as usize).min(core.table.len());
+        // Entries below the first candidate stay non-candidates until sent again
+        // (which lowers `loss_scan`): skip them for good.
+        let mut first = self.loss_scan.saturating_sub(core.base) as usize;
+        while first < limit && (!core.table[first].in_flight || core.table[first].acked) {
+            first += 1;
+        }
+        self.loss_scan = core.base + first as u64;
+        // A read-only pass first (the common case: nothing is due), with each path's
+        // deadline computed once; only when something is due does the loop below
+        // run, declaring losses (which can change later entries) as it goes.
+        let fallback = self.initial_rtt;
+        self.deadlines.clear();
+        self.deadlines
+            .extend(core.paths.iter().map(|p| p.ack_deadline(fallback)));
+        let mut next_due: Option<Instant> = None;
+        let mut any_due = false;
+        for e in core.table.range(first..limit) {
+            if !e.in_flight || e.acked {
+                continue;
+            }
+            let due = e.sent_at + self.deadlines[e.path as usize];
+            if due <= now {
+                any_due = true;
+                break;
+            }
+            next_due = Some(next_due.map_or(due, |t| t.min(due)));
+        }
+        if !any_due {
+            self.loss_timer = next_due;
+            return;
+        }
+        for i in first..limit {
+            let e = core.table[i];
+            if !e.in_flight || e.acked {
+                continue;
+            }
+            let due = e.sent_at + core.paths[e.path as usize].ack_deadline(fallback);
+            if due <= now {
+                core.declare_lost(core.base + i as u64, now, false);
+            } else {
+                self.loss_timer = Some(self.loss_timer.map_or(due, |t| t.min(due)));
+            }
+        }
+    }
+
+    fn poll_timeout(&self, core: &Core) -> Option<Instant> {
+        match (self.rto_deadline(core), self.loss_timer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn on_timeout(&mut self, now: Instant, core: &mut Core, events: &mut VecDeque<Event>) -> bool {
+        if self.loss_timer.is_some_and(|t| t <= now) {
+            self.detect_losses(now, core);
+        }
+        if self.rto_deadline(core).is_none_or(|d| d > now) {
+            return false;
+        }
+        self.retries += 1;
+        core.stats.rto_fired += 1;
+        if self.retries > self.retry_limit {
+            let err = ConnectionError::RetryExceeded {
+                retries: self.retries - 1,
+            };
+            core.failed = Some(err);
+            events.push_back(Event::Error(err));
+            return false;
+        }
+        core.on_rto(now);
+        self.last_progress = now;
+        true
+    }
+}

@@ -1,0 +1,212 @@
+//! Rondo's skip scheduler: eq. (7)'s skips, their phase-counted variant, and
+//! when the scheduler starts.
+
+use super::PacketSelector;
+use crate::cc::{AnyCc, CongestionControl};
+use crate::config::FlowConfig;
+use crate::event::Event;
+use crate::path::{PathState, PathStatus};
+use crate::time::Instant;
+use std::collections::VecDeque;
+
+/// The skips of eq. (7) from per-path transmission rates (packets per ns) and
+/// forward delays (ns, any common offset; `None` for a path without an estimate or
+/// out of rotation): skip_p = round( sum_{p' != p} rate_p' * max(D_p - D_p', 0) ).
+pub fn skips(rates_per_ns: &[f64], delays_ns: &[Option<f64>], out: &mut [u32]) {
+    for (p, slot) in out.iter_mut().enumerate() {
+        let Some(dp) = delays_ns[p] else {
+            *slot = 0;
+            continue;
+        };
+        let mut sum = 0.0;
+        for (q, (&rate, dq)) in rates_per_ns.iter().zip(delays_ns).enumerate() {
+            if let (true, Some(dq)) = (q != p, dq) {
+                sum += rate * (dp - dq).max(0.0);
+            }
+        }
+        *slot = sum.round().min(u32::MAX as f64) as u32;
+    }
+}
+
+/// The skip of a transmission on path `p` at `now_ns`, counting the other paths'
+/// actual upcoming opportunities rather than their fluid rate: path q, whose next
+/// transmission is expected at `next_ns[q]` and then every `1 / rates_per_ns[q]`,
+/// contributes the opportunities it has before `now + D_p - D_q` (App. C.4, eq. (55)
+/// without the fluid rounding). A path already past its expected next transmission
+/// contributes the rounded expected count instead. Paths without a delay estimate
+/// contribute nothing.
+pub fn phase_skip(
+    p: usize,
+    now_ns: f64,
+    rates_per_ns: &[f64],
+    delays_ns: &[Option<f64>],
+    next_ns: &[f64],
+) -> u64 {
+    let Some(dp) = delays_ns[p] else { return 0 };
+    let mut skip = 0u64;
+    for q in 0..rates_per_ns.len() {
+        let (Some(dq), rate) = (delays_ns[q], rates_per_ns[q]) else {
+            continue;
+        };
+        if q == p || rate <= 0.0 || dp <= dq {
+            continue;
+        }
+        let horizon = now_ns + (dp - dq);
+        if next_ns[q] >= now_ns {
+            // On schedule: its opportunities at next, next + 1/r, ... before the horizon.
+            if next_ns[q] < horizon {
+                skip += ((horizon - next_ns[q]) * rate).ceil() as u64;
+            }
+        } else {
+            // Overdue (held by its window or the pacer): its phase is unknown, so count
+            // the expected number of opportunities in the window, rounded. Counting
+            // it as due now would add one skip per overdue path for any delay
+            // difference, however small, and reorder equal-delay paths.
+            skip += ((horizon - now_ns) * rate).round() as u64;
+        }
+    }
+    skip
+}
+
+/// Rondo's packet scheduler (paper §4.3): a transmission on path p carries the
+/// (skip_p + 1)-th smallest unsent PSN, so that packets sent on slower paths carry
+/// higher PSNs and arrive in order. It starts when every path in rotation has
+/// `scheduler_stable_samples` consecutive stable forward-delay samples and an RTT,
+/// and startup probing is over (docs/engine.md, "The scheduler's rate term and
+/// when it starts"); until then, and when `scheduler` is off, it sends the lowest
+/// unsent PSN.
+#[derive(Clone, Debug)]
+pub struct SkipScheduler {
+    /// `FlowConfig::scheduler`: may it start at all.
+    allowed: bool,
+    /// `FlowConfig::scheduler_phase`: count the other paths' opportunities from
+    /// their phase at every transmission, instead of eq. (7)'s skips.
+    phase: bool,
+    stable_samples: u32,
+    on: bool,
+    enabled_at: Option<Instant>,
+    /// Eq. (7)'s skip per path, refreshed every update.
+    skip: Vec<u32>,
+    scratch: SkipScratch,
+}
+
+/// Reusable buffers of the skip computations (no allocation per update).
+#[derive(Clone, Debug, Default)]
+struct SkipScratch {
+    /// Per path: transmission rate in packets per ns (0 when unusable).
+    rates: Vec<f64>,
+    /// Per path: forward delay in ns (`None` when unusable).
+    delays: Vec<Option<f64>>,
+    /// Per path: expected time of its next transmission, ns.
+    next: Vec<f64>,
+    out: Vec<u32>,
+}
+
+impl SkipScheduler {
+    /// The scheduler of a flow configured by `cfg`.
+    pub fn new(cfg: &FlowConfig) -> SkipScheduler {
+        SkipScheduler {
+            allowed: cfg.scheduler,
+            phase: cfg.scheduler_phase,
+            stable_samples: cfg.scheduler_stable_samples,
+            on: false,
+            enabled_at: None,
+            skip: vec![0; usize::from(cfg.paths)],
+            scratch: SkipScratch::default(),
+        }
+    }
+
+    /// Recomputes every path's skip (eq. (7)) from its measured transmission rate
+    /// and forward delay. The paper estimates a path's transmission rate as
+    /// W_p / RTT_p; we use the measured data transmission rate of the path (the
+    /// congestion controller's EWMA over update intervals), which is the quantity
+    /// eq. (7) multiplies and does not overestimate when the flow's pacer, not its
+    /// window, limits the path. See docs/engine.md.
+    fn compute_skips(&mut self, paths: &[PathState], cc: &AnyCc) {
+        let sc = &mut self.scratch;
+        sc.rates.clear();
+        sc.delays.clear();
+        for (i, p) in paths.iter().enumerate() {
+            let usable = p.status == PathStatus::Up && p.srtt.is_some();
+            sc.rates
+                .push(if usable { cc.path_rate(i) / 1e3 } else { 0.0 });
+            sc.delays.push(if usable { p.fwd_delay_ns } else { None });
+        }
+        sc.out.resize(paths.len(), 0);
+        skips(&sc.rates, &sc.delays, &mut sc.out);
+        self.skip.copy_from_slice(&sc.out);
+    }
+
+    /// The skip of a transmission on `path` now, from the other paths' phases.
+    fn phase_skip(&mut self, path: usize, now: Instant, paths: &[PathState]) -> u64 {
+        let now_ns = now.as_ps() as f64 / 1e3;
+        let sc = &mut self.scratch;
+        if sc.rates.len() != paths.len() {
+            return u64::from(self.skip[path]); // no skip computation yet
+        }
+        sc.next.clear();
+        for (q, p) in paths.iter().enumerate() {
+            let rate = sc.rates.get(q).copied().unwrap_or(0.0);
+            let next = match (p.last_sent, rate > 0.0) {
+                (Some(t), true) => t.as_ps() as f64 / 1e3 + 1.0 / rate,
+                _ => now_ns,
+            };
+            sc.next.push(next);
+        }
+        phase_skip(path, now_ns, &sc.rates, &sc.delays, &sc.next)
+    }
+}
+
+impl PacketSelector for SkipScheduler {
+    fn rank(&mut self, now: Instant, path: usize, paths: &[PathState]) -> u64 {
+        if !self.on {
+            1
+        } else if self.phase {
+            self.phase_skip(path, now, paths) + 1
+        } else {
+            u64::from(self.skip[path]) + 1
+        }
+    }
+
+    fn on_update(
+        &mut self,
+        now: Instant,
+        paths: &[PathState],
+        cc: &AnyCc,
+        events: &mut VecDeque<Event>,
+    ) {
+        if self.allowed && !self.on && !cc.probing(now) {
+            // While probing, windows still jump: the delays are not settled yet.
+            let need = self.stable_samples;
+            let mut any = false;
+            let mut ready = true;
+            for p in paths.iter().filter(|p| p.status == PathStatus::Up) {
+                if p.fwd_stable_samples < need || p.srtt.is_none() {
+                    ready = false;
+                    break;
+                }
+                any = true;
+            }
+            if ready && any {
+                self.on = true;
+                self.enabled_at = Some(now);
+                events.push_back(Event::SchedulerEnabled);
+            }
+        }
+        if self.on {
+            self.compute_skips(paths, cc);
+        }
+    }
+
+    fn on_paths_changed(&mut self, paths: &[PathState], cc: &AnyCc) {
+        self.compute_skips(paths, cc);
+    }
+
+    fn enabled_at(&self) -> Option<Instant> {
+        self.enabled_at
+    }
+
+    fn skip(&self, path: usize) -> u32 {
+        self.skip[path]
+    }
+}

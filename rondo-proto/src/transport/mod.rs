@@ -1,0 +1,160 @@
+//! Transports: named combinations of the seams' implementations.
+//!
+//! A transport picks one congestion controller ([`crate::cc`]), one path selector
+//! ([`crate::select`]), one packet selector ([`crate::scheduler`]), one
+//! loss-recovery scheme ([`crate::recovery`]) and one receiver policy
+//! ([`crate::receiver_policy`]) for a flow. Adding one is a file that builds its
+//! parts plus one line in [`REGISTRY`]; it then runs in the simulator, over UDP
+//! and over verbs, chosen by name (`--transport NAME`, `FlowConfig::transport`).
+//!
+//! ```
+//! use rondo_proto::{FlowConfig, Transport};
+//!
+//! let rrps = Transport::from_name("rrps")?;
+//! let cfg = FlowConfig { transport: rrps, ..FlowConfig::default() };
+//! assert_eq!(cfg.transport.name(), "rrps");
+//! assert_eq!(FlowConfig::default().transport, Transport::RONDO);
+//! assert!(Transport::all().any(|t| t.name() == "rondo"));
+//! # Ok::<(), rondo_proto::transport::UnknownTransport>(())
+//! ```
+
+mod rondo;
+mod rrps;
+
+use crate::cc::AnyCc;
+use crate::config::FlowConfig;
+use crate::path::PathState;
+use crate::receiver_policy::ReceiverPolicy;
+use crate::recovery::AnyRecovery;
+use crate::scheduler::AnyPacketSelector;
+use crate::select::AnyPathSelector;
+use crate::time::Instant;
+use std::fmt;
+
+/// The parts of one flow's transport.
+#[derive(Debug)]
+pub(crate) struct Parts {
+    pub(crate) cc: AnyCc,
+    pub(crate) selector: AnyPathSelector,
+    pub(crate) scheduler: AnyPacketSelector,
+    pub(crate) recovery: AnyRecovery,
+}
+
+/// One registered transport.
+pub(crate) struct Entry {
+    /// The name `--transport` takes.
+    name: &'static str,
+    /// One line for `--list` and help texts.
+    description: &'static str,
+    /// The sender's parts for a flow configured by `cfg`, with paths `paths`, at `now`.
+    sender: fn(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Parts,
+    /// The receiver's policy.
+    receiver: fn(cfg: &FlowConfig) -> ReceiverPolicy,
+}
+
+/// Every transport, by index: one line per transport.
+const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY];
+
+/// A transport, chosen by name.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Transport(u8);
+
+impl Transport {
+    /// Rondo (paper §4): ARCC with capacity probing, deficit path selection, the
+    /// skip scheduler, selective repeat, the shared reorder buffer.
+    pub const RONDO: Transport = Transport(0);
+
+    /// The transport called `name`.
+    pub fn from_name(name: &str) -> Result<Transport, UnknownTransport> {
+        REGISTRY
+            .iter()
+            .position(|e| e.name == name)
+            .map(|i| Transport(i as u8))
+            .ok_or_else(|| UnknownTransport(name.to_owned()))
+    }
+
+    /// Every transport, in registration order.
+    pub fn all() -> impl Iterator<Item = Transport> {
+        (0..REGISTRY.len()).map(|i| Transport(i as u8))
+    }
+
+    fn entry(self) -> &'static Entry {
+        &REGISTRY[usize::from(self.0)]
+    }
+
+    /// Its name.
+    pub fn name(self) -> &'static str {
+        self.entry().name
+    }
+
+    /// A one-line description.
+    pub fn description(self) -> &'static str {
+        self.entry().description
+    }
+
+    /// The sender's parts of a flow configured by `cfg` (its `transport`).
+    pub(crate) fn parts(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Parts {
+        (cfg.transport.entry().sender)(cfg, now, paths)
+    }
+
+    /// The receiver's policy of a flow configured by `cfg` (its `transport`).
+    pub(crate) fn receiver_policy(cfg: &FlowConfig) -> ReceiverPolicy {
+        (cfg.transport.entry().receiver)(cfg)
+    }
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport::RONDO
+    }
+}
+
+impl fmt::Debug for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Transport {
+    type Err = UnknownTransport;
+
+    fn from_str(s: &str) -> Result<Transport, UnknownTransport> {
+        Transport::from_name(s)
+    }
+}
+
+/// No transport has this name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown transport `{0}`; the transports are: {known}", known = names())]
+pub struct UnknownTransport(pub String);
+
+fn names() -> String {
+    Transport::all()
+        .map(|t| t.name())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_names_list_the_known_ones() {
+        for t in Transport::all() {
+            assert_eq!(Transport::from_name(t.name()), Ok(t));
+            assert!(!t.description().is_empty());
+        }
+        let e = Transport::from_name("tcp").unwrap_err().to_string();
+        assert!(
+            e.contains("`tcp`") && e.contains("rondo") && e.contains("rrps"),
+            "{e}"
+        );
+    }
+}
