@@ -19,12 +19,14 @@ pub enum PathStatus {
 #[derive(Clone, Debug)]
 pub struct PathState {
     pub(crate) status: PathStatus,
-    rttvar_ps: f64,
+    /// RTT deviation estimate.
+    rttvar: Duration,
     configured_base_rtt: Option<Duration>,
     min_rtt: Option<Duration>,
     pub(crate) srtt: Option<Duration>,
-    /// Forward delay estimate in ns, offset by the unknown clock difference.
-    pub(crate) fwd_delay_ns: Option<f64>,
+    /// Forward delay estimate in picoseconds (signed: it is offset by the unknown
+    /// difference of the two clocks).
+    pub(crate) fwd_delay_ps: Option<i64>,
     pub(crate) fwd_stable_samples: u32,
     pub(crate) inflight: u32,
     /// When this path last sent a data packet.
@@ -55,11 +57,11 @@ impl PathState {
     pub(crate) fn new(cfg: &FlowConfig, index: usize) -> PathState {
         PathState {
             status: PathStatus::Up,
-            rttvar_ps: 0.0,
+            rttvar: Duration::ZERO,
             configured_base_rtt: cfg.base_rtt.as_ref().map(|v| v[index]),
             min_rtt: None,
             srtt: None,
-            fwd_delay_ns: None,
+            fwd_delay_ps: None,
             fwd_stable_samples: 0,
             inflight: 0,
             last_sent: None,
@@ -86,8 +88,11 @@ impl PathState {
     /// (RACK-style reordering window, per path).
     pub(crate) fn ack_deadline(&self, fallback: Duration) -> Duration {
         let srtt = self.srtt.unwrap_or(fallback);
-        let slack = (4.0 * self.rttvar_ps).max(srtt.as_ps() as f64 / 4.0);
-        srtt + Duration::from_ps(slack as u64)
+        let slack = self
+            .rttvar
+            .saturating_mul(4)
+            .max(Duration::from_ps(srtt.as_ps() / 4));
+        srtt + slack
     }
 
     /// Smoothed RTT.
@@ -107,7 +112,7 @@ impl PathState {
 
     /// Forward delay estimate in ns (includes the sender/receiver clock offset).
     pub fn forward_delay_ns(&self) -> Option<f64> {
-        self.fwd_delay_ns
+        self.fwd_delay_ps.map(|d| d as f64 / 1e3)
     }
 
     /// Consecutive forward-delay samples within tolerance of the estimate.
@@ -123,12 +128,15 @@ impl PathState {
     /// An RTT sample from an ACK.
     pub(crate) fn on_rtt_sample(&mut self, rtt: Duration, gain: f64) {
         self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
-        if let Some(s) = self.srtt {
-            let dev = (s.as_ps() as f64 - rtt.as_ps() as f64).abs();
-            self.rttvar_ps += 0.25 * (dev - self.rttvar_ps);
-        } else {
-            self.rttvar_ps = rtt.as_ps() as f64 / 2.0;
-        }
+        self.rttvar = match self.srtt {
+            // rttvar += (|srtt - rtt| - rttvar) / 4, in whole picoseconds.
+            Some(s) => {
+                let dev = s.as_ps().abs_diff(rtt.as_ps()) as i128;
+                let var = self.rttvar.as_ps() as i128;
+                Duration::from_ps((var + (dev - var) / 4) as u64)
+            }
+            None => Duration::from_ps(rtt.as_ps() / 2),
+        };
         self.srtt = Some(match self.srtt {
             None => rtt,
             Some(s) => {
@@ -138,25 +146,26 @@ impl PathState {
         });
     }
 
-    /// A forward-delay sample (receiver clock minus sender clock, ns).
+    /// A forward-delay sample (receiver clock minus sender clock, picoseconds).
     pub(crate) fn on_forward_delay_sample(
         &mut self,
-        sample_ns: f64,
+        sample_ps: i64,
         gain: f64,
         tolerance: Duration,
     ) {
-        match self.fwd_delay_ns {
+        match self.fwd_delay_ps {
             None => {
-                self.fwd_delay_ns = Some(sample_ns);
+                self.fwd_delay_ps = Some(sample_ps);
                 self.fwd_stable_samples = 1;
             }
             Some(d) => {
-                if (sample_ns - d).abs() <= tolerance.as_ps() as f64 / 1e3 {
+                if sample_ps.abs_diff(d) <= tolerance.as_ps() {
                     self.fwd_stable_samples = self.fwd_stable_samples.saturating_add(1);
                 } else {
                     self.fwd_stable_samples = 0;
                 }
-                self.fwd_delay_ns = Some(d + gain * (sample_ns - d));
+                let step = (sample_ps.saturating_sub(d) as f64 * gain).round() as i64;
+                self.fwd_delay_ps = Some(d.saturating_add(step));
             }
         }
     }

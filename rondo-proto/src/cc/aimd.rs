@@ -172,7 +172,7 @@ mod tests {
         let s = AckSample {
             path: 0,
             rtt: None,
-            forward_delay_ns: None,
+            forward_delay_ps: None,
             probe: false,
             ecn: false,
         };

@@ -47,7 +47,8 @@ struct ArccPath {
     ack_rate: f64,
     /// Data transmissions per microsecond, EWMA over update intervals.
     send_rate: f64,
-    interval_rtt_sum_ps: f64,
+    /// Sum of the interval's RTT samples, picoseconds.
+    interval_rtt_sum_ps: u64,
     interval_rtt_samples: u32,
     sent_in_interval: u32,
     updates: u64,
@@ -69,7 +70,7 @@ impl ArccPath {
             margin: cfg.q0 / 4.0, // paper App. C.3: q starts at a = q0/4
             ack_rate: 0.0,
             send_rate: 0.0,
-            interval_rtt_sum_ps: 0.0,
+            interval_rtt_sum_ps: 0,
             interval_rtt_samples: 0,
             sent_in_interval: 0,
             updates: 0,
@@ -136,7 +137,7 @@ impl ArccPath {
         // lag and is the same for every flow crossing it (App. C's assumption).
         // Q_p / r_p remains the fallback for intervals without RTT samples.
         let delay_us = if self.interval_rtt_samples > 0 {
-            let avg = self.interval_rtt_sum_ps / self.interval_rtt_samples as f64 / 1e6;
+            let avg = self.interval_rtt_sum_ps as f64 / self.interval_rtt_samples as f64 / 1e6;
             match p.queue_estimate {
                 QueueEstimate::Rtt => (avg - t_us).max(0.0),
                 QueueEstimate::Inflight => by_inflight,
@@ -144,7 +145,7 @@ impl ArccPath {
         } else {
             by_inflight
         };
-        self.interval_rtt_sum_ps = 0.0;
+        self.interval_rtt_sum_ps = 0;
         self.interval_rtt_samples = 0;
         if delay_us < tau_us {
             self.margin = (self.margin + p.q0 / 4.0).min(p.q0);
@@ -388,7 +389,7 @@ impl CongestionControl for Arcc {
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
         if let Some(rtt) = ack.rtt {
             let a = &mut self.paths[ack.path];
-            a.interval_rtt_sum_ps += rtt.as_ps() as f64;
+            a.interval_rtt_sum_ps = a.interval_rtt_sum_ps.saturating_add(rtt.as_ps());
             a.interval_rtt_samples += 1;
             self.refresh_tau(paths);
         }

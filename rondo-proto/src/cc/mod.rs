@@ -28,8 +28,9 @@ pub struct AckSample {
     pub path: usize,
     /// RTT of the packet, when the ACK gave a sample (data ACKs with a valid echo).
     pub rtt: Option<Duration>,
-    /// Forward delay sample in ns (receiver clock minus sender clock), with `rtt`.
-    pub forward_delay_ns: Option<f64>,
+    /// Forward delay sample in picoseconds (receiver clock minus sender clock,
+    /// so offset by their difference), with `rtt`.
+    pub forward_delay_ps: Option<i64>,
     /// The ACK answers a capacity probe.
     pub probe: bool,
     /// The acknowledged packet was marked Congestion Experienced.

@@ -130,7 +130,8 @@ impl SkipScheduler {
             let usable = p.status == PathStatus::Up && p.srtt.is_some();
             sc.rates
                 .push(if usable { cc.path_rate(i) / 1e3 } else { 0.0 });
-            sc.delays.push(if usable { p.fwd_delay_ns } else { None });
+            sc.delays
+                .push(if usable { p.forward_delay_ns() } else { None });
         }
         sc.out.resize(paths.len(), 0);
         skips(&sc.rates, &sc.delays, &mut sc.out);

@@ -56,17 +56,18 @@ impl Sender {
                 let mut sample = AckSample {
                     path,
                     rtt: None,
-                    forward_delay_ns: None,
+                    forward_delay_ps: None,
                     probe: false,
                     ecn,
                 };
                 if let Some(rtt) = now.checked_since(echo).filter(|r| *r > Duration::ZERO) {
                     let gain = c.cfg.delay_gain;
                     c.paths[path].on_rtt_sample(rtt, gain);
-                    let fwd = (fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128) as f64;
+                    let fwd_ns = fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128;
+                    let fwd = (fwd_ns * 1000).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
                     c.paths[path].on_forward_delay_sample(fwd, gain, c.cfg.delay_stable_tolerance);
                     sample.rtt = Some(rtt);
-                    sample.forward_delay_ns = Some(fwd);
+                    sample.forward_delay_ps = Some(fwd);
                 }
                 let p = &mut c.paths[path];
                 p.consecutive_losses = 0;
@@ -132,7 +133,7 @@ impl Sender {
         let sample = AckSample {
             path,
             rtt: None,
-            forward_delay_ns: None,
+            forward_delay_ps: None,
             probe: true,
             ecn: false,
         };
