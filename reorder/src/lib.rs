@@ -1,8 +1,10 @@
 //! Rondo's in-order reorder buffer: fixed-size slots in one registrable memory
 //! arena (huge pages when available; feature `arena`, on by default) or in heap
 //! memory, shared by all flows of a receiving NIC, with the OOD and RBO accounting
-//! every Rondo report uses. Without the `arena` feature the crate is safe code
-//! only, with no `libc`: what the sans-IO engine links.
+//! every Rondo report uses; and every other memory a datapath receives into: the
+//! message buffers of in-place receive ([`landing`], feature `arena`). Without the
+//! `arena` feature the crate is safe code only, with no `libc`: what the sans-IO
+//! engine links.
 //!
 //! ```
 //! use reorder::{BufferConfig, HugePages, Outcome, Psn, ReorderBuffer};
@@ -34,6 +36,8 @@
 mod arena;
 mod buffer;
 mod error;
+#[cfg(feature = "arena")]
+pub mod landing;
 mod memory;
 pub mod psn;
 

@@ -5,7 +5,7 @@
 //!
 //! Prints one line per transport with goodput (Gb/s), packets per second, and the
 //! CPU time of each side's thread (packets per second per core = packets / CPU s).
-//! The flow uses `udp::flow_config`; environment variables override it for
+//! The flow uses the UDP profile (`HostProfile::HOST_STACK`); environment variables override it for
 //! experiments: `PACING`, `PROBING`, `SCHED` (0/1), `BURST`, `LINE_GBPS`,
 //! `BASE_RTT_US`, `Q0`, and for the datapath `BATCH`, `SOCKBUF_MB`, the poll wait
 //! `WAIT_US`, `TRACE` (per-path windows every 100 ms), and
@@ -60,9 +60,9 @@ mod linux {
         let paths = args.get(1).copied().unwrap_or(4) as u16;
         let msg_kb = args.get(2).copied().unwrap_or(1024) as usize;
         let total = mbytes << 20;
-        // udp::flow_config, with environment overrides for experiments.
+        // The UDP profile, with environment overrides for experiments.
         let env = |k: &str| std::env::var(k).ok();
-        let mut flow = rondo_ud::udp::flow_config(paths);
+        let mut flow = rondo_ud::HostProfile::HOST_STACK.flow_config(paths);
         flow.token = Some(0xfeed);
         if let Some(v) = env("PACING") {
             flow.pacing = v == "1";

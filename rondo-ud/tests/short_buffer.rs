@@ -64,7 +64,8 @@ fn drivers_check_their_buffers_against_the_mtu() {
 #[cfg(target_os = "linux")]
 #[test]
 fn the_udp_datapath_refuses_a_flow_larger_than_its_datagrams() {
-    use rondo_ud::udp::{flow_config, UdpConfig, UdpDatapath};
+    use rondo_ud::udp::{UdpConfig, UdpDatapath};
+    let flow_config = |paths| rondo_ud::HostProfile::HOST_STACK.flow_config(paths);
     let udp = UdpConfig {
         max_datagram: 1000,
         ..udp_loopback()

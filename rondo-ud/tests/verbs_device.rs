@@ -10,7 +10,7 @@ use rondo_proto::{BufferConfig, ConnectionHandle, Endpoint, Event, SharedBuffer}
 use rondo_ud::udp::Clock;
 use rondo_ud::verbs::exchange::EndpointInfo;
 use rondo_ud::verbs::inventory::{inventory, GidKind};
-use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath, VerbsError, VerbsStats};
+use rondo_ud::verbs::{VerbsConfig, VerbsDatapath, VerbsError, VerbsStats};
 use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
@@ -97,7 +97,7 @@ fn side(dp: VerbsDatapath, peer: EndpointInfo, clock: &Clock, local: u32, remote
     dp.add_peer(local, peer)
         .expect("add the peer: one AH per path and priority");
     let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
-    let cfg = flow_config(peer.paths, dp.mtu());
+    let cfg = dp.flow_config(peer.paths);
     dp.check_flow(&cfg).expect("the flow fits the send slots");
     let conn = ep.connect(clock.now(), local, remote, &cfg).unwrap();
     Side { dp, ep, conn }
@@ -146,7 +146,7 @@ fn run_transfer(cfg: &VerbsConfig, in_place: bool) -> (VerbsStats, VerbsStats) {
     let mut a = side(dp_a, info_b, &clock, 1, 2);
     let mut b = side(dp_b, info_a, &clock, 2, 1);
     if in_place {
-        let flow = flow_config(info_a.paths, b.dp.mtu());
+        let flow = b.dp.flow_config(info_a.paths);
         let min = 2 * b.dp.mtu() as u64;
         b.dp.receive_in_place(&mut b.ep, b.conn, &flow, min, 64 << 20)
             .expect("in-place receive for a flow of the datapath's MTU");

@@ -24,7 +24,7 @@ fn main() {
         mtu: 9000,
         line_rate_bps: 10_000_000_000,
         token: Some(7),
-        ..rondo_ud::udp::flow_config(paths)
+        ..rondo_ud::HostProfile::HOST_STACK.flow_config(paths)
     };
     let clock = Clock::new();
     let ec = BufferConfig {

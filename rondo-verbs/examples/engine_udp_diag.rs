@@ -6,8 +6,8 @@
 //! `cargo run --release -p rondo-verbs --example engine_udp_diag -- [BYTES] [SECONDS] [PATHS]`
 //!
 //! Environment (all optional): `MTU` (datagram bytes, default 4120), `DEPTH` (messages
-//! in flight, 32), `CFG` (`udp`: `rondo_verbs::udp_flow_config`, the default;
-//! `paper`: `FlowConfig::default()`; `h3`: `rondo_ud::udp::flow_config`), `WAIT_US`
+//! in flight, 32), `CFG` (`udp`: `HostProfile::HOST_STACK`, the default; `nic`:
+//! `HostProfile::NIC`; `paper`: `FlowConfig::default()`), `WAIT_US`
 //! (longest sleep of a driver loop, default 1000).
 
 use rondo_proto::{BufferConfig, Endpoint, Event, FlowConfig, SharedBuffer};
@@ -44,8 +44,8 @@ fn main() {
     let wait = Duration::from_micros(env("WAIT_US", 1000));
     let base = match std::env::var("CFG").as_deref() {
         Ok("paper") => FlowConfig::default(),
-        Ok("h3") => rondo_ud::udp::flow_config(paths),
-        _ => rondo_verbs::udp_flow_config(paths),
+        Ok("nic") => rondo_ud::HostProfile::NIC.flow_config(paths),
+        _ => rondo_ud::HostProfile::HOST_STACK.flow_config(paths),
     };
     let mut cfg = FlowConfig {
         mtu,

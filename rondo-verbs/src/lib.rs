@@ -103,8 +103,9 @@ pub use rondo_ud::mem::PathSpec;
 pub use rondo_ud::udp::UdpConfig;
 #[cfg(all(feature = "verbs", target_os = "linux"))]
 pub use rondo_ud::verbs::{exchange::EndpointInfo, VerbsStats};
+pub use rondo_ud::HostProfile;
 pub use types::*;
 #[cfg(target_os = "linux")]
-pub use udp::{udp_flow_config, UdpAttr, HOST_BASE_RTT, HOST_REORDER_PACKETS, HOST_RTO_MIN};
+pub use udp::UdpAttr;
 #[cfg(all(feature = "verbs", target_os = "linux"))]
-pub use verbs_backend::{verbs_flow_config, VerbsAttr, VerbsContextStats, IDLE_SLEEP, NO_DEVICE};
+pub use verbs_backend::{VerbsAttr, VerbsContextStats, IDLE_SLEEP, NO_DEVICE};

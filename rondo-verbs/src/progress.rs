@@ -1,11 +1,22 @@
-//! The progress thread of the host-stack backends (`udp`, and `verbs` with its
-//! feature): the context's state behind a lock that lets application threads in
-//! first, and the loop that runs datapath rounds while they move datagrams, a few
-//! empty ones more, then sleeps (never past the engine's next timer). How it sleeps
-//! is the backend's: in `ppoll` on `udp`, a bounded nap on `verbs`.
+//! The progress of the host-stack backends (`udp`, and `verbs` with its feature):
+//! a context's verbs host over a datapath ([`Driven`]), behind a lock that lets
+//! application threads in first, driven by the one driver loop of `rondo_ud`
+//! ([`rondo_ud::datapath::poll`]) in rounds: rounds while they move datagrams, a
+//! few empty ones more, then a sleep (never past the engine's next timer), in a
+//! progress thread or, for explicit progress, in the caller's ([`Progress`]). How
+//! it sleeps is the backend's: in `ppoll` on `udp`, a bounded nap on `verbs`.
 
+use crate::cq::CqShared;
+use crate::host::VerbsHost;
+use crate::types::ContextStats;
+use crate::udp::UdpHost;
+use crate::VerbsError;
+use rondo_proto::{Host, Instant};
+use rondo_ud::datapath::{ByCopy, Clock, Datapath};
+use rondo_ud::udp::Waker;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Rounds that moved nothing before the progress thread sleeps: a few, to catch
@@ -106,6 +117,172 @@ pub(crate) fn next_step(
         Next::Yield
     } else {
         Next::Sleep(d)
+    }
+}
+
+/// A context's verbs host (behind the receive-side fault injection) over datapath
+/// `D`, with the clock both are driven by.
+pub(crate) struct Driven<D> {
+    pub host: UdpHost,
+    pub dp: D,
+    pub clock: Clock,
+    /// Rounds that failed (a send or receive call returned an error), and the last
+    /// error.
+    pub round_errors: u64,
+    pub last_error: Option<String>,
+}
+
+impl<D> Driven<D> {
+    pub(crate) fn new(host: UdpHost, dp: D) -> Driven<D> {
+        Driven {
+            host,
+            dp,
+            clock: Clock::new(),
+            round_errors: 0,
+            last_error: None,
+        }
+    }
+}
+
+impl<D: Datapath> Rounds for Driven<D>
+where
+    D::Error: std::fmt::Display,
+{
+    fn round(&mut self) -> bool {
+        let mut host = ByCopy(&mut self.host);
+        match rondo_ud::datapath::poll(&mut self.dp, &mut host, &self.clock, Duration::ZERO) {
+            Ok(o) => o.received + o.sent > 0,
+            Err(e) => {
+                self.round_errors += 1;
+                self.last_error = Some(e.to_string());
+                false
+            }
+        }
+    }
+
+    fn until_timer(&self) -> Option<Duration> {
+        self.host.poll_timeout().map(|t| self.clock.until(t))
+    }
+}
+
+/// A context's [`Driven`] state and its progress: a thread running rounds, or
+/// (explicit progress) rounds run by the application's `poll` and `wait` calls.
+/// `S` is how an idle round sleeps; `L` what the context tells its peers about
+/// itself.
+pub(crate) struct Progress<D, S, L> {
+    shared: Arc<Shared<Driven<D>>>,
+    policy: Policy,
+    thread: Option<JoinHandle<()>>,
+    /// Explicit progress: the sleep of [`Progress::wait_progress`] (the progress
+    /// thread owns it otherwise).
+    sleep: Option<Mutex<S>>,
+    /// Wakes a progress thread that sleeps (posts, shutdown), where the datapath
+    /// has something to sleep on.
+    waker: Option<Arc<Waker>>,
+    pub local: L,
+}
+
+impl<D, S, L> Progress<D, S, L>
+where
+    D: Datapath + Send + 'static,
+    D::Error: std::fmt::Display,
+    S: Sleep + Send + 'static,
+{
+    /// Starts the progress of `state`: a thread called `thread` running rounds,
+    /// or, without a name, explicit progress.
+    pub(crate) fn start(
+        state: Driven<D>,
+        policy: Policy,
+        mut sleep: S,
+        waker: Option<Arc<Waker>>,
+        thread: Option<&str>,
+        local: L,
+    ) -> Result<Progress<D, S, L>, VerbsError> {
+        let shared = Arc::new(Shared::new(state));
+        let (thread, sleep) = match thread {
+            Some(name) => {
+                let s = shared.clone();
+                let t = std::thread::Builder::new()
+                    .name(name.into())
+                    .spawn(move || progress_loop(&s, policy, &mut sleep))
+                    .map_err(|e| VerbsError::Io(format!("spawning the progress thread: {e}")))?;
+                (Some(t), None)
+            }
+            None => (None, Some(Mutex::new(sleep))),
+        };
+        Ok(Progress {
+            shared,
+            policy,
+            thread,
+            sleep,
+            waker,
+            local,
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Driven<D>> {
+        self.shared.lock()
+    }
+
+    /// Runs `f` on the host at the current time. What it queued is sent by the
+    /// progress thread (woken if asleep; the wake costs a system call only then) or
+    /// by the next `poll`: a datapath round per post cost a receive syscall per path
+    /// and halved the message rate.
+    pub(crate) fn with_host<R>(&self, f: impl FnOnce(&mut VerbsHost, Instant) -> R) -> R {
+        let r = {
+            let mut s = self.lock();
+            let now = s.clock.now();
+            f(&mut s.host.host, now)
+        };
+        if let Some(w) = &self.waker {
+            w.wake();
+        }
+        r
+    }
+
+    /// What `poll` does on an empty queue: leave the core to the progress thread,
+    /// or, without one, run a datapath round.
+    pub(crate) fn idle_poll(&self) {
+        if self.thread.is_some() {
+            std::thread::yield_now();
+        } else {
+            self.lock().round();
+        }
+    }
+
+    /// What `wait` does on an empty queue: with a progress thread, sleep until it
+    /// queues a completion in `cq`; without one, the progress thread's loop in the
+    /// caller's thread (rounds while they move datagrams, then sleeps until a
+    /// datagram, a post or the engine's next timer where the datapath can wake it,
+    /// bounded naps where it cannot), until `cq` has a completion or `deadline`
+    /// passes.
+    pub(crate) fn wait_progress(&self, cq: &CqShared, deadline: std::time::Instant) {
+        let Some(sleep) = &self.sleep else {
+            cq.wait(deadline);
+            return;
+        };
+        let mut sleep = sleep.lock().unwrap_or_else(|p| p.into_inner());
+        drive_until(&self.shared, self.policy, &mut *sleep, deadline, || {
+            !cq.is_empty()
+        });
+    }
+
+    /// The host's counters and those of the fault injection.
+    pub(crate) fn stats(&self) -> ContextStats {
+        self.lock().host.context_stats()
+    }
+}
+
+impl<D, S, L> Drop for Progress<D, S, L> {
+    fn drop(&mut self) {
+        self.shared.stop();
+        if let Some(t) = self.thread.take() {
+            // A thread about to sleep sees `stop` after its sleep at worst.
+            if let Some(w) = &self.waker {
+                w.wake();
+            }
+            let _ = t.join();
+        }
     }
 }
 

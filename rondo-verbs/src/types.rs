@@ -2,6 +2,7 @@
 
 use crate::mr::MemoryRegion;
 use rondo_proto::{Duration, FlowConfig};
+use rondo_ud::HostProfile;
 
 /// Access rights of a memory region (`IBV_ACCESS_*`). Local read is always allowed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -289,14 +290,15 @@ pub struct QpInitAttr {
 
 impl QpInitAttr {
     /// Attributes for QPs on the `udp` backend: `paths` paths, 9000-byte MTU, and
-    /// the engine settings for host stacks ([`crate::udp_flow_config`]: no pacing
-    /// or probing, a 250 us base RTT, a 25 ms RTO floor, 8 retries).
+    /// the engine settings for host stacks ([`HostProfile::HOST_STACK`]: no pacing
+    /// or probing, a 500 us base RTT, a 25 ms RTO floor, 8 retries, early recovery
+    /// after 1024 later packets).
     #[cfg(target_os = "linux")]
     pub fn udp(paths: u16) -> QpInitAttr {
         QpInitAttr {
             paths,
             mtu: 9000,
-            flow: crate::udp_flow_config(paths),
+            flow: HostProfile::HOST_STACK.flow_config(paths),
             ..QpInitAttr::default()
         }
     }
@@ -304,14 +306,18 @@ impl QpInitAttr {
 
 impl QpInitAttr {
     /// Attributes for QPs on the `verbs` backend: `paths` paths, datagrams of `mtu`
-    /// bytes (at most the port's active MTU, 256 to 4096), and
-    /// [`crate::verbs_flow_config`]'s engine settings.
+    /// bytes (at most the port's active MTU, 256 to 4096), and the engine settings
+    /// for NICs ([`HostProfile::NIC`]: the host stack's, with the paper's early
+    /// recovery after 4 later packets).
     #[cfg(all(feature = "verbs", target_os = "linux"))]
     pub fn verbs(paths: u16, mtu: usize) -> QpInitAttr {
         QpInitAttr {
             paths,
             mtu,
-            flow: crate::verbs_flow_config(paths, mtu),
+            flow: FlowConfig {
+                mtu,
+                ..HostProfile::NIC.flow_config(paths)
+            },
             ..QpInitAttr::default()
         }
     }

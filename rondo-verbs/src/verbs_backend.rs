@@ -16,19 +16,17 @@
 //! is handled; an idle context wakes 10-50 thousand times a second, a few percent of
 //! a core. A busy context never sleeps. `idle_sleep = 0` spins instead (a whole core
 //! per context, lowest latency: perftest's way); `progress_thread = false` moves
-//! progress into `poll_cq` as on `udp`.
+//! progress into `poll_cq` and `CompletionQueue::wait` as on `udp` (`wait` runs the
+//! progress thread's loop, naps included). Both backends are driven by the same
+//! loop (`crate::progress`, over `rondo_ud::datapath`).
 
 use crate::host::{Keys, VerbsHost};
-use crate::progress::{progress_loop, Policy, Rounds, Shared, Sleep};
-use crate::types::ContextStats;
+use crate::progress::{Driven, Policy, Progress, Sleep};
 use crate::udp::UdpHost;
 use crate::VerbsError;
-use rondo_proto::{Endpoint, FlowConfig, Host, Instant};
-use rondo_ud::udp::Clock;
+use rondo_proto::{Endpoint, FlowConfig};
 use rondo_ud::verbs::exchange::EndpointInfo;
 use rondo_ud::verbs::{VerbsConfig, VerbsDatapath, VerbsStats};
-use std::sync::{Arc, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Default sleep of an idle progress thread (see the module docs for its cost).
@@ -140,18 +138,6 @@ impl VerbsAttr {
     }
 }
 
-/// Engine settings for QPs on the `verbs` backend ([`crate::QpInitAttr::verbs`] uses
-/// them): the `udp` backend's host-stack profile ([`crate::udp_flow_config`]) with
-/// datagrams of `mtu` bytes. The progress thread is software with batches, as on
-/// `udp`, so the same timescales are a safe start; they have not been tuned on a
-/// NIC (none was available, `docs/ibverbs.md`).
-pub fn verbs_flow_config(paths: u16, mtu: usize) -> FlowConfig {
-    FlowConfig {
-        mtu,
-        ..crate::udp_flow_config(paths)
-    }
-}
-
 /// The datapath's own counters, and how its rounds went.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VerbsContextStats {
@@ -188,34 +174,9 @@ fn device_error(e: rondo_ud::verbs::VerbsError) -> VerbsError {
     }
 }
 
-pub(crate) struct VerbsState {
-    pub host: UdpHost,
-    pub dp: VerbsDatapath,
-    pub clock: Clock,
-    round_errors: u64,
-    last_error: Option<String>,
-}
-
-impl Rounds for VerbsState {
-    fn round(&mut self) -> bool {
-        match self.dp.poll(&mut self.host, &self.clock, Duration::ZERO) {
-            Ok(o) => o.received + o.sent > 0,
-            Err(e) => {
-                self.round_errors += 1;
-                self.last_error = Some(e.to_string());
-                false
-            }
-        }
-    }
-
-    fn until_timer(&self) -> Option<Duration> {
-        self.host.poll_timeout().map(|t| self.clock.until(t))
-    }
-}
-
 /// The progress thread naps with the context's lock released (the NIC's completion
 /// queues have no descriptor to sleep on, so nothing ends the nap early).
-struct Nap;
+pub(crate) struct Nap;
 
 impl Sleep for Nap {
     fn sleep(&mut self, d: Duration) -> bool {
@@ -224,13 +185,9 @@ impl Sleep for Nap {
     }
 }
 
-/// A verbs context's datapath, state and progress thread.
-pub(crate) struct VerbsBackend {
-    shared: Arc<Shared<VerbsState>>,
-    local: EndpointInfo,
-    paths: u16,
-    thread: Option<JoinHandle<()>>,
-}
+/// A verbs context's datapath, state and progress; it tells peers its UD QP's
+/// addressing data.
+pub(crate) type VerbsBackend = Progress<VerbsDatapath, Nap, EndpointInfo>;
 
 impl VerbsBackend {
     pub(crate) fn open(endpoint: Endpoint, attr: &VerbsAttr) -> Result<VerbsBackend, VerbsError> {
@@ -256,37 +213,12 @@ impl VerbsBackend {
             attr.reorder,
             attr.fault_seed,
         );
-        let shared = Arc::new(Shared::new(VerbsState {
-            host,
-            dp,
-            clock: Clock::new(),
-            round_errors: 0,
-            last_error: None,
-        }));
-        let thread = if attr.progress_thread {
-            let s = shared.clone();
-            let policy = Policy {
-                short_wait: SHORT_WAIT,
-                max_sleep: attr.idle_sleep,
-            };
-            let t = std::thread::Builder::new()
-                .name("rondo-verbs-ibv".into())
-                .spawn(move || progress_loop(&s, policy, &mut Nap))
-                .map_err(|e| VerbsError::Io(format!("spawning the progress thread: {e}")))?;
-            Some(t)
-        } else {
-            None
+        let policy = Policy {
+            short_wait: SHORT_WAIT,
+            max_sleep: attr.idle_sleep,
         };
-        Ok(VerbsBackend {
-            shared,
-            local,
-            paths: attr.paths,
-            thread,
-        })
-    }
-
-    pub(crate) fn lock(&self) -> MutexGuard<'_, VerbsState> {
-        self.shared.lock()
+        let thread = attr.progress_thread.then_some("rondo-verbs-ibv");
+        Progress::start(Driven::new(host, dp), policy, Nap, None, thread, local)
     }
 
     /// This context's addressing data (UD QPN, qkey, GID, LID, MTU, paths).
@@ -295,39 +227,7 @@ impl VerbsBackend {
     }
 
     pub(crate) fn paths(&self) -> u16 {
-        self.paths
-    }
-
-    /// Runs `f` on the host at the current time; the progress thread (or the next
-    /// `poll`) sends what it queued.
-    pub(crate) fn with_host<R>(&self, f: impl FnOnce(&mut VerbsHost, Instant) -> R) -> R {
-        let mut s = self.lock();
-        let now = s.clock.now();
-        f(&mut s.host.host, now)
-    }
-
-    /// What `poll` does on an empty queue: leave the core to the progress thread,
-    /// or, without one, run a datapath round.
-    pub(crate) fn idle_poll(&self) {
-        if self.thread.is_some() {
-            std::thread::yield_now();
-        } else {
-            self.lock().round();
-        }
-    }
-
-    /// What `wait` does on an empty queue: with a progress thread, sleep until it
-    /// queues a completion in `cq` (or `deadline`); without one, datapath rounds
-    /// until `cq` has a completion or `deadline` passes (the verbs datapath has no
-    /// descriptor to sleep on: its completion queues are polled).
-    pub(crate) fn wait_progress(&self, cq: &crate::cq::CqShared, deadline: std::time::Instant) {
-        if self.thread.is_some() {
-            cq.wait(deadline);
-            return;
-        }
-        while cq.is_empty() && std::time::Instant::now() < deadline {
-            self.lock().round();
-        }
+        self.local.paths
     }
 
     /// Connects local QP `qpn`'s engine flow to `remote_qpn` at the peer context
@@ -371,10 +271,6 @@ impl VerbsBackend {
         s.host.host.connect(now, qpn, remote_qpn, cfg)
     }
 
-    pub(crate) fn stats(&self) -> ContextStats {
-        self.lock().host.context_stats()
-    }
-
     pub(crate) fn verbs_stats(&self) -> VerbsContextStats {
         let s = self.lock();
         VerbsContextStats {
@@ -383,16 +279,6 @@ impl VerbsBackend {
             last_error: s.last_error.clone(),
             mtu: s.dp.mtu(),
             huge_pages: s.dp.huge_pages(),
-        }
-    }
-}
-
-impl Drop for VerbsBackend {
-    fn drop(&mut self) {
-        self.shared.stop();
-        if let Some(t) = self.thread.take() {
-            // A sleeping thread sees `stop` within one idle sleep.
-            let _ = t.join();
         }
     }
 }

@@ -64,13 +64,22 @@ fn bad_attributes_are_refused_before_any_device_is_touched() {
 }
 
 #[test]
-fn flow_config_is_the_host_profile_with_the_port_mtu() {
-    let f = verbs_flow_config(4, 4096);
-    let u = crate::udp_flow_config(4);
+fn flow_config_is_the_nic_profile_with_the_port_mtu() {
+    let f = crate::QpInitAttr::verbs(4, 4096).flow;
+    let n = crate::HostProfile::NIC;
     assert_eq!(f.mtu, 4096);
-    assert_eq!(f.base_rtt, u.base_rtt);
-    assert_eq!(f.rto_min, u.rto_min);
-    assert_eq!(f.early_recovery_threshold, u.early_recovery_threshold);
+    assert_eq!(
+        f,
+        FlowConfig {
+            mtu: 4096,
+            ..n.flow_config(4)
+        }
+    );
+    assert_eq!(f.base_rtt, Some(vec![n.base_rtt; 4]));
+    assert_eq!(
+        (f.rto_min, f.early_recovery_threshold),
+        (n.rto_min, n.early_recovery_threshold)
+    );
 }
 
 fn record() -> EndpointInfo {

@@ -415,11 +415,12 @@ fn sleeping_progress_threads_wake_for_posts_and_arrivals() {
 
 #[test]
 fn the_host_profile_moves_verified_bytes_on_loopback_with_few_retransmissions() {
-    let flow = udp_flow_config(4);
-    assert_eq!(flow.base_rtt, Some(vec![HOST_BASE_RTT; 4]));
+    let p = HostProfile::HOST_STACK;
+    let flow = p.flow_config(4);
+    assert_eq!(flow.base_rtt, Some(vec![p.base_rtt; 4]));
     assert_eq!(
         (flow.rto_min, flow.early_recovery_threshold, flow.pacing),
-        (HOST_RTO_MIN, HOST_REORDER_PACKETS, false)
+        (p.rto_min, p.early_recovery_threshold, false)
     );
     assert_eq!(QpInitAttr::udp(4).flow, flow);
     let side = || {

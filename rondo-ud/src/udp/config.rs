@@ -1,7 +1,5 @@
-//! Datapath configuration, the flow configuration it suggests, its clock and its
-//! counters.
+//! Datapath configuration and counters.
 
-use rondo_proto::time::Instant;
 use rondo_proto::transmit::Priority;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr};
@@ -104,71 +102,10 @@ impl UdpConfig {
     }
 }
 
-/// A [`FlowConfig`](rondo_proto::FlowConfig) for flows over this datapath, from
-/// `FlowConfig::default()` (the paper's) with what a software datapath needs:
-///
-/// - `base_rtt` of 1 ms per path: the host's batching and thread wake-ups are part
-///   of every round trip (DESIGN.md: the base RTT must include serialisation; here
-///   it must include the host). With the measured loopback minimum (tens of
-///   microseconds) ARCC reads every batch as queueing and shrinks the windows.
-/// - no pacing: the driver polls every few microseconds and sends whole batches,
-///   so the window alone clocks the flow (with pacing, see
-///   `FlowConfig::pacing_burst`);
-/// - no capacity probing: probes sent up to the line rate cost a host as much CPU
-///   as data packets, and there is no switch priority queue to drop them first;
-/// - a 2 ms RTO floor and 30 retries, for the scheduling stalls of a loaded host.
-///
-/// Measured on loopback with `examples/udp_perf.rs` (see `docs/udp.md`).
-pub fn flow_config(paths: u16) -> rondo_proto::FlowConfig {
-    rondo_proto::FlowConfig {
-        paths,
-        base_rtt: Some(vec![
-            rondo_proto::time::Duration::from_ms(1);
-            usize::from(paths)
-        ]),
-        pacing: false,
-        probing: false,
-        rto_min: rondo_proto::time::Duration::from_ms(2),
-        retry_limit: 30,
-        ..rondo_proto::FlowConfig::default()
-    }
-}
-
 /// ECN codepoint ECT(0).
 pub(super) const ECT0: u8 = 0b10;
 /// ECN codepoint CE.
 pub(super) const CE: u8 = 0b11;
-
-/// A monotonic clock for the engine: [`Instant`]s counted from its creation.
-#[derive(Clone, Copy, Debug)]
-pub struct Clock {
-    origin: std::time::Instant,
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::new()
-    }
-}
-
-impl Clock {
-    /// A clock whose zero is now.
-    pub fn new() -> Clock {
-        Clock {
-            origin: std::time::Instant::now(),
-        }
-    }
-
-    /// The engine time now (nanosecond resolution).
-    pub fn now(&self) -> Instant {
-        Instant::from_ns(self.origin.elapsed().as_nanos() as u64)
-    }
-
-    /// The wall-clock wait until `t`, zero when it has passed.
-    pub fn until(&self, t: Instant) -> Duration {
-        Duration::from_nanos(t.saturating_since(self.now()).as_ns())
-    }
-}
 
 /// Counters of a [`UdpDatapath`](super::UdpDatapath).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -206,13 +143,4 @@ pub struct UdpStats {
     pub ecn_ce: u64,
     /// Transmits for a flow with no peer, or a path the datapath lacks (dropped).
     pub unroutable: u64,
-}
-
-/// What one [`UdpDatapath::poll`](super::UdpDatapath::poll) did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PollOutcome {
-    /// Datagrams handed to the host.
-    pub received: usize,
-    /// Datagrams the host produced and the datapath sent.
-    pub sent: usize,
 }

@@ -5,7 +5,8 @@
 //! network-namespace setup.
 //!
 //! ```no_run
-//! use rondo_ud::udp::{self, Clock, UdpConfig, UdpDatapath};
+//! use rondo_ud::udp::{Clock, UdpConfig, UdpDatapath};
+//! use rondo_ud::HostProfile;
 //! use rondo_proto::{Endpoint, BufferConfig, SharedBuffer};
 //! use std::time::Duration;
 //!
@@ -14,7 +15,7 @@
 //! # let peer_addrs = my_addrs.clone();
 //! let clock = Clock::new();
 //! let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
-//! let flow = udp::flow_config(4);
+//! let flow = HostProfile::HOST_STACK.flow_config(4); // UdpDatapath's profile
 //! dp.check_flow(&flow).expect("the flow's mtu fits max_datagram");
 //! ep.connect(clock.now(), 1, 2, &flow).unwrap();
 //! dp.add_peer(1, peer_addrs)?; // path i of flow 1 goes to the peer's socket i
@@ -32,16 +33,18 @@ mod recv;
 mod sys;
 mod wait;
 
-pub use config::{flow_config, Clock, PollOutcome, UdpConfig, UdpStats, DEFAULT_PORT};
+pub use crate::datapath::{Clock, PollOutcome};
+pub use config::{UdpConfig, UdpStats, DEFAULT_PORT};
 pub use raw::RawCount;
 pub use wait::{Waiter, Waker};
 
 use config::CE;
 
+use crate::datapath::{ByCopy, Datapath, InPlaceHost};
+use crate::HostProfile;
 use batch::TxQueue;
 use rondo_proto::message::PayloadBytes;
-use rondo_proto::time::Instant;
-use rondo_proto::transmit::{Host, PayloadRef, Priority};
+use rondo_proto::transmit::{Host, PayloadRef, Priority, Transmit};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
@@ -71,6 +74,8 @@ pub struct UdpDatapath {
     /// the guess of which path queue the host writes the next datagram into.
     last_path: usize,
     next_after: Vec<usize>,
+    /// The path queue the last transmit buffer was handed out from.
+    guess: usize,
     /// Path whose queue the last flush sent first (rotates).
     flush_start: usize,
     /// Receive buffers: `rx_per_path` slots of `rx_slot` bytes for each path.
@@ -154,6 +159,7 @@ impl UdpDatapath {
                 .collect(),
             scratch: vec![0; cfg.max_datagram],
             last_path: 0,
+            guess: 0,
             flush_start: 0,
             next_after: (1..=paths).map(|p| p % paths).collect(),
             rx_buf: vec![0; paths * rx_per_path * rx_slot],
@@ -259,7 +265,7 @@ impl UdpDatapath {
         if sys::wait_readable(&mut self.pollfds, max_wait)? == 0 {
             return Ok(0);
         }
-        self.receive(deliver)
+        self.deliver_ready(deliver)
     }
 
     /// Forgets the route of `local_flow`; returns whether it had one.
@@ -273,10 +279,11 @@ impl UdpDatapath {
         }
     }
 
-    /// One round of the driver loop: runs the host's due timers, sends what it has
-    /// (in batches), waits up to `max_wait` (less when the host's next timer is
-    /// sooner; not at all when it sent something) for datagrams, hands every
-    /// datagram that arrived to the host, and runs timers and sends once more.
+    /// One round of the driver loop ([`crate::datapath::poll`]): runs the host's
+    /// due timers, sends what it has (in batches), waits up to `max_wait` (less
+    /// when the host's next timer is sooner; not at all when it sent something)
+    /// for datagrams, hands every datagram that arrived to the host, and runs
+    /// timers and sends once more.
     ///
     /// Errors: a failing `ppoll` or `recvmmsg` (not "would block"). Send failures
     /// are counted in [`UdpStats`] and their datagrams dropped, as a network would.
@@ -286,107 +293,7 @@ impl UdpDatapath {
         clock: &Clock,
         max_wait: Duration,
     ) -> io::Result<PollOutcome> {
-        let mut out = PollOutcome::default();
-        if host.poll_timeout().is_some_and(|t| t <= clock.now()) {
-            // A timer is due: read what has arrived first. After this thread was
-            // descheduled (a busy host), the ACKs that cancel the retransmission and
-            // loss timers are waiting in the sockets; firing the timers before them
-            // retransmits packets that were delivered.
-            out.received += self.receive_ready(host, clock, Duration::ZERO)?;
-        }
-        let now = clock.now();
-        run_timers(host, now);
-        out.sent += self.flush(host, now);
-        let mut wait = match host.poll_timeout() {
-            Some(t) => clock.until(t).min(max_wait),
-            None => max_wait,
-        };
-        if out.sent > 0 || wait < self.cfg.spin {
-            wait = Duration::ZERO;
-        }
-        out.received += self.receive_ready(host, clock, wait)?;
-        let now = clock.now();
-        run_timers(host, now);
-        out.sent += self.flush(host, now);
-        Ok(out)
-    }
-
-    /// Waits up to `wait` for datagrams and hands what arrived to the host.
-    fn receive_ready<H: Host>(
-        &mut self,
-        host: &mut H,
-        clock: &Clock,
-        wait: Duration,
-    ) -> io::Result<usize> {
-        // One ppoll says which sockets have datagrams (cheaper than a recvmmsg that
-        // finds nothing on each of them).
-        if sys::wait_readable(&mut self.pollfds, wait)? == 0 {
-            return Ok(0);
-        }
-        // One arrival time for what one poll receives: it arrived together.
-        let rx_now = clock.now();
-        self.receive(|path, data, tos| {
-            host.handle_datagram(rx_now, path, data, is_ce(tos));
-        })
-    }
-
-    /// Polls the host for transmits at `now` and sends them, at most one batch per
-    /// path before returning (so that receiving is not starved).
-    fn flush<H: Host>(&mut self, host: &mut H, now: Instant) -> usize {
-        let limit = self.cfg.batch * self.sockets.len();
-        let max = self.cfg.max_datagram;
-        let mut n = 0;
-        while n < limit {
-            // The host writes straight into the tail of the queue of the path it will
-            // most likely pick (the one that followed the last path last time); a
-            // wrong guess costs one copy.
-            let guess = self.next_after[self.last_path];
-            if !self.tx[guess].has_room(max) {
-                self.send_path(guess, &*host);
-            }
-            let Some((t, payload)) = host.poll_transmit_split(now, self.tx[guess].tail_mut(max))
-            else {
-                break;
-            };
-            n += 1;
-            let path = usize::from(t.path);
-            let dest = self.route(t.flow, path);
-            let whole = t.len + payload.map_or(0, |p| p.len as usize);
-            let (Some(dest), true) = (dest, whole <= max) else {
-                self.stats.unroutable += 1;
-                continue;
-            };
-            self.next_after[self.last_path] = path;
-            self.last_path = path;
-            let tos = self.cfg.tos(t.priority);
-            let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
-            if path == guess {
-                self.tx[path].commit_tail(dest, tos, t.len, payload);
-                continue;
-            }
-            if !self.tx[path].has_room(t.len) {
-                self.send_path(path, &*host);
-            }
-            let (from, to) = if guess < path {
-                let (a, b) = self.tx.split_at_mut(path);
-                (&a[guess], &mut b[0])
-            } else {
-                let (a, b) = self.tx.split_at_mut(guess);
-                (&b[0], &mut a[path])
-            };
-            to.tail_mut(t.len).copy_from_slice(from.tail(t.len));
-            to.commit_tail(dest, tos, t.len, payload);
-        }
-        // The queues go out starting from a different path each time: a fixed order
-        // would always hand the peer path 0's datagrams first, so the later paths'
-        // would more often miss the peer's current receive round, measure longer
-        // RTTs, and lose their share of the flow to path 0.
-        let paths = self.tx.len();
-        self.flush_start = (self.flush_start + 1) % paths;
-        for k in 0..paths {
-            self.send_path((self.flush_start + k) % paths, &*host);
-        }
-        n
+        crate::datapath::poll(self, &mut ByCopy(host), clock, max_wait)
     }
 
     /// The destination of a transmit of `flow` on `path`: the flow's peer, or the
@@ -432,6 +339,97 @@ impl UdpDatapath {
     }
 }
 
+/// The UDP datapath under the driver loop: the host writes each datagram straight
+/// into the tail of the queue of the path it will most likely pick (the one that
+/// followed the last path last time); a wrong guess costs one copy. Each path's
+/// queue goes out in one `sendmmsg` (GSO trains where the kernel has them).
+impl Datapath for UdpDatapath {
+    type Error = io::Error;
+    const PROFILE: HostProfile = HostProfile::HOST_STACK;
+    const PAYLOAD_BY_REFERENCE: bool = true;
+
+    /// One batch per path, so that receiving is not starved.
+    fn tx_limit(&self) -> usize {
+        self.cfg.batch * self.sockets.len()
+    }
+
+    fn tx_buffer<H: Host>(&mut self, host: &H) -> Option<&mut [u8]> {
+        let max = self.cfg.max_datagram;
+        let guess = self.next_after[self.last_path];
+        if !self.tx[guess].has_room(max) {
+            self.send_path(guess, host);
+        }
+        self.guess = guess;
+        Some(self.tx[guess].tail_mut(max))
+    }
+
+    fn tx_queue<H: Host>(&mut self, host: &H, t: Transmit, payload: Option<PayloadRef>) {
+        let guess = self.guess;
+        let path = usize::from(t.path);
+        let dest = self.route(t.flow, path);
+        let whole = t.len + payload.map_or(0, |p| p.len as usize);
+        let (Some(dest), true) = (dest, whole <= self.cfg.max_datagram) else {
+            self.stats.unroutable += 1;
+            return;
+        };
+        self.next_after[self.last_path] = path;
+        self.last_path = path;
+        let tos = self.cfg.tos(t.priority);
+        let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
+        if path == guess {
+            self.tx[path].commit_tail(dest, tos, t.len, payload);
+            return;
+        }
+        if !self.tx[path].has_room(t.len) {
+            self.send_path(path, host);
+        }
+        let (from, to) = if guess < path {
+            let (a, b) = self.tx.split_at_mut(path);
+            (&a[guess], &mut b[0])
+        } else {
+            let (a, b) = self.tx.split_at_mut(guess);
+            (&b[0], &mut a[path])
+        };
+        to.tail_mut(t.len).copy_from_slice(from.tail(t.len));
+        to.commit_tail(dest, tos, t.len, payload);
+    }
+
+    /// The queues go out starting from a different path each time: a fixed order
+    /// would always hand the peer path 0's datagrams first, so the later paths'
+    /// would more often miss the peer's current receive round, measure longer
+    /// RTTs, and lose their share of the flow to path 0.
+    fn tx_flush<H: Host>(&mut self, host: &H) -> io::Result<()> {
+        let paths = self.tx.len();
+        self.flush_start = (self.flush_start + 1) % paths;
+        for k in 0..paths {
+            self.send_path((self.flush_start + k) % paths, host);
+        }
+        Ok(())
+    }
+
+    fn spin(&self) -> Duration {
+        self.cfg.spin
+    }
+
+    /// One `ppoll` says which sockets have datagrams (cheaper than a `recvmmsg`
+    /// that finds nothing on each of them); what one poll receives arrived
+    /// together and gets one arrival time.
+    fn receive<H: InPlaceHost>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        wait: Duration,
+    ) -> io::Result<usize> {
+        if sys::wait_readable(&mut self.pollfds, wait)? == 0 {
+            return Ok(0);
+        }
+        let rx_now = clock.now();
+        self.deliver_ready(|path, data, tos| {
+            host.handle_datagram(rx_now, path, data, is_ce(tos));
+        })
+    }
+}
+
 /// True for the CE codepoint in a reported TOS byte.
 fn is_ce(tos: Option<u8>) -> bool {
     tos.is_some_and(|t| t & CE == CE)
@@ -445,12 +443,6 @@ pub fn set_socket_tos(socket: &UdpSocket, tos: u8) -> io::Result<()> {
         SocketAddr::V6(_) => (libc::IPPROTO_IPV6, libc::IPV6_TCLASS),
     };
     sys::set_int(socket.as_raw_fd(), level, name, i32::from(tos))
-}
-
-fn run_timers<H: Host>(host: &mut H, now: Instant) {
-    if host.poll_timeout().is_some_and(|t| t <= now) {
-        host.handle_timeout(now);
-    }
 }
 
 /// Sends one path queue: groups runs of equal-sized datagrams to one destination

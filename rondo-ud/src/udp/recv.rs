@@ -12,7 +12,7 @@ impl UdpDatapath {
     /// delivers the datagrams interleaved across paths, one per path in turn: the
     /// sender sprays consecutive PSNs over the paths, so this keeps the arrival
     /// order close to PSN order instead of handing over one path's batch at a time.
-    pub(super) fn receive(
+    pub(super) fn deliver_ready(
         &mut self,
         mut deliver: impl FnMut(u16, &[u8], Option<u8>),
     ) -> io::Result<usize> {

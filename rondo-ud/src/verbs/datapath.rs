@@ -4,21 +4,21 @@
 #![allow(unsafe_code)] // the two posts, whose buffer contracts the driver keeps
 
 use super::address::{address_plan, AddressConfig};
-use super::driver::{
-    Completion, Driver, InPlaceHost, Nic, NoInPlace, RecvDesc, Route, SendDesc, VerbsStats,
-};
+use super::driver::{Completion, Driver, Nic, RecvDesc, Route, SendDesc, VerbsStats};
 use super::error::VerbsError;
 use super::exchange::EndpointInfo;
 use super::grh::GRH_LEN;
-use super::inventory::{mtu_bytes, GidKind};
-use super::qp_attr::UdTransition;
+use super::inventory::GidKind;
+use super::qp_attr::{mtu_bytes, UdTransition, ACCESS_LOCAL_WRITE};
 use super::rx_ring::RxRing;
 use super::send::{SendConfig, SendQueue};
-use super::sys::{self, Ah, AnyCq, Context, Mr, Pd, RegisteredArena, Sge, UdQp, UdSend};
+use super::sys::{self, Ah, AnyCq, Context, Mr, Pd, RegisteredArena, Sge, UdQp, UdSend, WcBuf};
 use super::timestamp::{NicClock, NicRttSample};
-use crate::udp::{Clock, PollOutcome};
+use crate::datapath::{ByCopy, Clock, Datapath, InPlaceHost, PollOutcome};
+use crate::HostProfile;
 use reorder::HugePages;
-use rondo_proto::transmit::{Host, Priority};
+use rondo_proto::time::Instant;
+use rondo_proto::transmit::{Host, PayloadRef, Priority, Transmit};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -79,7 +79,7 @@ pub(crate) struct IbvNic {
     pd: Pd,
     _ctx: Context,
     clock: Option<NicClock>,
-    wc: Vec<ibverbs_sys::ibv_wc>,
+    wc: WcBuf,
 }
 
 impl Nic for IbvNic {
@@ -148,13 +148,13 @@ impl Nic for IbvNic {
         // SAFETY: each slot lies in the registered receive arena, which outlives
         // the QP, and is not read until its completion is polled; each target
         // lies in a registered landing buffer that the driver keeps allocated
-        // and registered until the WR's completion is polled (`landing`).
+        // and registered until the WR's completion is polled (`reorder::landing`).
         unsafe { self.qp.post_recv(&mut wrs) }
     }
 
     fn register(&mut self, key: u64, addr: *mut u8, len: usize) -> Result<(), VerbsError> {
         // SAFETY: the driver keeps the buffer allocated until it deregisters it.
-        let mr = unsafe { self.pd.register(addr, len)? };
+        let mr = unsafe { self.pd.register(addr, len, ACCESS_LOCAL_WRITE)? };
         self.landing.insert(key, mr);
         Ok(())
     }
@@ -177,6 +177,30 @@ impl Nic for IbvNic {
 }
 
 /// One UD QP with its buffers, driving a [`Host`].
+///
+/// ```no_run
+/// use rondo_ud::datapath::Clock;
+/// use rondo_ud::verbs::{VerbsConfig, VerbsDatapath};
+/// use rondo_proto::{Endpoint, BufferConfig, SharedBuffer};
+/// use std::net::TcpStream;
+/// use std::time::Duration;
+///
+/// let cfg = VerbsConfig { device: "mlx5_0".into(), paths: 8, ..VerbsConfig::default() };
+/// let mut dp = VerbsDatapath::open(cfg)?;
+/// let mut tcp = TcpStream::connect("192.0.2.2:18515")?;
+/// let peer = dp.local_info().exchange(&mut tcp)?;
+/// dp.add_peer(1, peer)?;
+/// let clock = Clock::new();
+/// let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
+/// let flow = dp.flow_config(8); // the NIC profile at the agreed MTU
+/// dp.check_flow(&flow)?; // after add_peer: the flow's mtu fits the send slots
+/// ep.connect(clock.now(), 1, 2, &flow).unwrap();
+/// loop {
+///     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
+///     # break;
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct VerbsDatapath {
     driver: Driver<IbvNic>,
@@ -205,7 +229,7 @@ impl VerbsDatapath {
         let ctx = Context::open(&cfg.device)?;
         let port = cfg.address.port;
         let attr = ctx.query_port(port)?;
-        if attr.state != 4 {
+        if attr.state != sys::PORT_ACTIVE {
             return Err(VerbsError::Port {
                 port,
                 what: "is not ACTIVE: check the cable and `ip link` of its netdev".into(),
@@ -272,8 +296,9 @@ impl VerbsDatapath {
         send_cfg.max_inline = send_cfg.max_inline.min(qp.max_inline() as usize);
         let sq = SendQueue::new(send_cfg)?;
         let mtu_us = mtu as usize;
-        let send_mem = pd.register_arena(depth * mtu_us, cfg.huge_pages)?;
-        let recv_mem = pd.register_arena(cfg.recv_slots * (GRH_LEN + mtu_us), cfg.huge_pages)?;
+        let send_mem = pd.register_arena(depth * mtu_us, cfg.huge_pages, ACCESS_LOCAL_WRITE)?;
+        let recv_bytes = cfg.recv_slots * (GRH_LEN + mtu_us);
+        let recv_mem = pd.register_arena(recv_bytes, cfg.huge_pages, ACCESS_LOCAL_WRITE)?;
         let local = EndpointInfo {
             qpn: qp.qpn(),
             qkey: cfg.qkey,
@@ -293,7 +318,7 @@ impl VerbsDatapath {
             pd,
             _ctx: ctx,
             clock,
-            wc: vec![ibverbs_sys::ibv_wc::default(); 64],
+            wc: WcBuf::new(64),
         };
         Ok(VerbsDatapath {
             driver: Driver::new(nic, mtu_us, sq, rx)?,
@@ -359,13 +384,23 @@ impl VerbsDatapath {
     /// Checks that datagrams of a flow with configuration `cfg` fit this datapath's
     /// send slots ([`VerbsDatapath::mtu`] bytes, after every `add_peer`). Call it
     /// for every flow of the host before driving it: a flow whose `mtu` is larger
-    /// would never send (see [`Host::poll_transmit`]); [`flow_config`] makes one
-    /// that fits.
+    /// would never send (see [`Host::poll_transmit`]);
+    /// [`VerbsDatapath::flow_config`] makes one that fits.
     pub fn check_flow(&self, cfg: &rondo_proto::FlowConfig) -> Result<(), VerbsError> {
         Ok(rondo_proto::check_transmit_buffer(
             self.driver.mtu,
             cfg.mtu,
         )?)
+    }
+
+    /// A flow configuration over `paths` paths for this datapath: the NIC profile
+    /// ([`HostProfile::NIC`]) with datagrams of [`VerbsDatapath::mtu`] bytes (call
+    /// it after `add_peer`, which may lower the MTU).
+    pub fn flow_config(&self, paths: u16) -> rondo_proto::FlowConfig {
+        rondo_proto::FlowConfig {
+            mtu: self.driver.mtu,
+            ..HostProfile::NIC.flow_config(paths)
+        }
     }
 
     /// Routes local flow `local_flow` to `peer`: one AH per path and priority.
@@ -393,11 +428,12 @@ impl VerbsDatapath {
         Ok(())
     }
 
-    /// One round of the driver loop, as `UdpDatapath::poll`: due timers, sends
-    /// (WR chains, one doorbell each), then busy-polls the completion queues for
-    /// up to `max_wait` (less when the host's next timer is sooner, not at all
-    /// after sending), hands every received datagram to the host, reposts
-    /// receives, and runs timers and sends once more.
+    /// One round of the driver loop ([`crate::datapath::poll`], as
+    /// `UdpDatapath::poll`): due timers, sends (WR chains, one doorbell each),
+    /// then busy-polls the completion queues for up to `max_wait` (less when the
+    /// host's next timer is sooner, not at all after sending), hands every
+    /// received datagram to the host, reposts receives, and runs timers and sends
+    /// once more.
     ///
     /// Errors: a failing post or poll (the QP is then unusable).
     pub fn poll<H: Host>(
@@ -406,7 +442,7 @@ impl VerbsDatapath {
         clock: &Clock,
         max_wait: Duration,
     ) -> Result<PollOutcome, VerbsError> {
-        self.driver.poll(&mut NoInPlace(host), clock, max_wait)
+        self.driver.poll(&mut ByCopy(host), clock, max_wait)
     }
 
     /// [`VerbsDatapath::poll`] for a host that takes datagrams in place (an
@@ -422,15 +458,34 @@ impl VerbsDatapath {
     }
 }
 
-/// A [`FlowConfig`](rondo_proto::FlowConfig) for flows over a verbs datapath whose
-/// datagrams are at most `mtu` bytes ([`VerbsDatapath::mtu`], after `add_peer`):
-/// the UDP datapath's settings ([`crate::udp::flow_config`]) with that MTU. A
-/// flow's MTU must not exceed the datapath's: the host writes each datagram into
-/// a send slot of that size.
-pub fn flow_config(paths: u16, mtu: usize) -> rondo_proto::FlowConfig {
-    rondo_proto::FlowConfig {
-        mtu,
-        ..crate::udp::flow_config(paths)
+/// The datapath is its driver over the real NIC.
+impl Datapath for VerbsDatapath {
+    type Error = VerbsError;
+    const PROFILE: HostProfile = HostProfile::NIC;
+    const PAYLOAD_BY_REFERENCE: bool = false;
+
+    fn tx_limit(&self) -> usize {
+        self.driver.tx_limit()
+    }
+    fn tx_buffer<H: Host>(&mut self, host: &H) -> Option<&mut [u8]> {
+        self.driver.tx_buffer(host)
+    }
+    fn tx_queue<H: Host>(&mut self, host: &H, t: Transmit, payload: Option<PayloadRef>) {
+        self.driver.tx_queue(host, t, payload);
+    }
+    fn tx_flush<H: Host>(&mut self, host: &H) -> Result<(), VerbsError> {
+        self.driver.tx_flush(host)
+    }
+    fn now(&mut self, clock: &Clock) -> Instant {
+        self.driver.now(clock)
+    }
+    fn receive<H: InPlaceHost>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        wait: Duration,
+    ) -> Result<usize, VerbsError> {
+        self.driver.receive(host, clock, wait)
     }
 }
 

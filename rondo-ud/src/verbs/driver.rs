@@ -4,13 +4,15 @@
 
 use super::address::ah_index;
 use super::error::VerbsError;
-use super::landing::{self, FlowLanding, LandingCounters};
+use super::in_place::{self, LandingPlacement};
 use super::rx_ring::RxRing;
 use super::send::{SendQueue, SendWr};
 use super::timestamp::{HostMap, NicClock, NicRttSample, RttMatcher, Unwrap};
-use crate::udp::{Clock, PollOutcome};
+use crate::datapath::{Clock, Datapath, InPlaceHost, PollOutcome};
+use crate::HostProfile;
+use reorder::landing::{FlowLanding, LandingCounters};
 use rondo_proto::time::Instant;
-use rondo_proto::transmit::Host;
+use rondo_proto::transmit::{Host, PayloadRef, Transmit};
 use rondo_proto::wire::{self, Body};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -18,8 +20,6 @@ use std::time::Duration;
 
 #[path = "driver_rx.rs"]
 mod rx;
-pub use rx::InPlaceHost;
-pub(crate) use rx::NoInPlace;
 
 /// One send WR as the NIC posts it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,6 +186,8 @@ pub(crate) struct Driver<N> {
     wc: Vec<Completion>,
     planned: Vec<SendWr>,
     planned_route: Vec<Route>,
+    /// Where the last transmit buffer starts in the send arena.
+    tx_base: usize,
     chain: Vec<SendDesc>,
     rx_batch: Vec<usize>,
     stats: VerbsStats,
@@ -213,6 +215,7 @@ impl<N: Nic> Driver<N> {
             wc: vec![Completion::default(); 64],
             planned: Vec::with_capacity(depth),
             planned_route: Vec::with_capacity(depth),
+            tx_base: 0,
             chain: Vec::with_capacity(sq.config().max_chain),
             rx_batch: Vec::new(),
             sq,
@@ -228,7 +231,7 @@ impl<N: Nic> Driver<N> {
         let c = self.sq.counters();
         let mut landing = LandingCounters::default();
         for f in &self.flows {
-            landing.add(&landing::lock(&f.state).counters);
+            landing.add(&in_place::lock(&f.state).counters);
         }
         VerbsStats {
             doorbells: c.doorbells,
@@ -266,7 +269,7 @@ impl<N: Nic> Driver<N> {
         }
         if cfg.mtu != self.mtu {
             return Err(VerbsError::Config(
-                "in-place receive needs the flow's mtu equal to the datapath's (flow_config(paths, dp.mtu()))",
+                "in-place receive needs the flow's mtu equal to the datapath's (VerbsDatapath::flow_config)",
             ));
         }
         let header_len =
@@ -284,7 +287,7 @@ impl<N: Nic> Driver<N> {
             state: state.clone(),
             registered: HashSet::new(),
         });
-        let placement = landing::LandingPlacement { state };
+        let placement = LandingPlacement { state };
         ep.set_placement(h, Box::new(placement));
         Ok(())
     }
@@ -301,105 +304,16 @@ impl<N: Nic> Driver<N> {
         self.rx.posted()
     }
 
-    /// One round of the loop; see [`VerbsDatapath::poll`](super::VerbsDatapath::poll).
-    /// Receives in place only when the host takes datagrams in place.
+    /// One round of the driver loop ([`crate::datapath::poll`]); see
+    /// [`VerbsDatapath::poll`](super::VerbsDatapath::poll). Receives in place only
+    /// when the host takes datagrams in place.
     pub fn poll<H: InPlaceHost>(
         &mut self,
         host: &mut H,
         clock: &Clock,
         max_wait: Duration,
     ) -> Result<PollOutcome, VerbsError> {
-        let mut out = PollOutcome::default();
-        let now = self.advance(clock.now());
-        run_timers(host, now);
-        out.sent += self.flush(host, now)?;
-        let wait = match host.poll_timeout() {
-            Some(t) => clock.until(t).min(max_wait),
-            None => max_wait,
-        };
-        let wait = if out.sent > 0 { Duration::ZERO } else { wait };
-        let start = std::time::Instant::now();
-        loop {
-            self.reap_sends()?;
-            let n = self.receive(host, clock)?;
-            self.release();
-            out.received += n;
-            if n > 0 || start.elapsed() >= wait {
-                break;
-            }
-            std::hint::spin_loop();
-        }
-        self.repost(host.takes_in_place())?;
-        let now = self.advance(clock.now());
-        run_timers(host, now);
-        out.sent += self.flush(host, now)?;
-        Ok(out)
-    }
-
-    /// `now`, never before a time already handed to the host.
-    fn advance(&mut self, now: Instant) -> Instant {
-        self.last_now = self.last_now.max(now);
-        self.last_now
-    }
-
-    /// Polls the host for transmits into free send slots and posts them in
-    /// chains, one doorbell per chain.
-    fn flush<H: Host>(&mut self, host: &mut H, now: Instant) -> Result<usize, VerbsError> {
-        self.planned.clear();
-        self.planned_route.clear();
-        while let Some(slot) = self.sq.next_slot() {
-            let base = slot * self.slot_len;
-            let buf = &mut self.nic.send_mem()[base..base + self.mtu];
-            let Some(t) = host.poll_transmit(now, buf) else {
-                break;
-            };
-            let route = match self.routes.get(&t.flow) {
-                Some(r) => Some(*r),
-                None if self.routes.len() == 1 => self.routes.values().next().copied(),
-                None => None,
-            };
-            let ah = ah_index(t.path, t.priority);
-            let Some(route) = route.filter(|r| ah < r.ahs && t.len <= self.mtu) else {
-                self.stats.unroutable += 1;
-                continue;
-            };
-            if let Some(wr) = self.sq.plan(t.len, ah, route.qpn) {
-                if wr.signaled && self.stamps.is_some() {
-                    let buf = &self.nic.send_mem()[base..base + t.len];
-                    if let Ok((repr, _)) = wire::parse(buf) {
-                        if matches!(repr.body, Body::Data(_)) {
-                            let c = repr.common;
-                            self.rtt.on_send(wr.wr_id, t.flow, c.psn.0, c.timestamp_ns);
-                        }
-                    }
-                }
-                self.stats.datagrams_out += 1;
-                self.stats.bytes_out += t.len as u64;
-                self.planned.push(wr);
-                self.planned_route.push(route);
-            }
-        }
-        let n = self.planned.len();
-        let planned = std::mem::take(&mut self.planned);
-        let mut routes = self.planned_route.iter();
-        let mut result = Ok(());
-        for chain in self.sq.chains(&planned) {
-            self.chain.clear();
-            for (wr, route) in chain.iter().zip(routes.by_ref()) {
-                self.chain.push(SendDesc {
-                    wr: *wr,
-                    ah: route.ah_base + wr.ah,
-                    remote_qpn: route.qpn,
-                    remote_qkey: route.qkey,
-                });
-            }
-            result = self.nic.post_send(&self.chain, self.slot_len);
-            if result.is_err() {
-                break;
-            }
-        }
-        self.planned = planned;
-        result.map(|()| n)
+        crate::datapath::poll(self, host, clock, max_wait)
     }
 
     /// Retires send WRs whose signaled (or failed) completions arrived.
@@ -423,9 +337,109 @@ impl<N: Nic> Driver<N> {
     }
 }
 
-fn run_timers<H: Host>(host: &mut H, now: Instant) {
-    if host.poll_timeout().is_some_and(|t| t <= now) {
-        host.handle_timeout(now);
+/// The verbs datapath under the driver loop: the host writes each datagram into
+/// a free send slot of the registered send arena; a pass ends when every slot is
+/// taken, and goes out in WR chains, one doorbell each.
+impl<N: Nic> Datapath for Driver<N> {
+    type Error = VerbsError;
+    const PROFILE: HostProfile = HostProfile::NIC;
+    const PAYLOAD_BY_REFERENCE: bool = false;
+
+    /// Free send slots bound a pass.
+    fn tx_limit(&self) -> usize {
+        usize::MAX
+    }
+
+    fn tx_buffer<H: Host>(&mut self, _: &H) -> Option<&mut [u8]> {
+        let slot = self.sq.next_slot()?;
+        let base = slot * self.slot_len;
+        self.tx_base = base;
+        Some(&mut self.nic.send_mem()[base..base + self.mtu])
+    }
+
+    fn tx_queue<H: Host>(&mut self, _: &H, t: Transmit, _: Option<PayloadRef>) {
+        let route = match self.routes.get(&t.flow) {
+            Some(r) => Some(*r),
+            None if self.routes.len() == 1 => self.routes.values().next().copied(),
+            None => None,
+        };
+        let ah = ah_index(t.path, t.priority);
+        let Some(route) = route.filter(|r| ah < r.ahs && t.len <= self.mtu) else {
+            self.stats.unroutable += 1;
+            return;
+        };
+        let Some(wr) = self.sq.plan(t.len, ah, route.qpn) else {
+            return;
+        };
+        if wr.signaled && self.stamps.is_some() {
+            let base = self.tx_base;
+            let buf = &self.nic.send_mem()[base..base + t.len];
+            if let Ok((repr, _)) = wire::parse(buf) {
+                if matches!(repr.body, Body::Data(_)) {
+                    let c = repr.common;
+                    self.rtt.on_send(wr.wr_id, t.flow, c.psn.0, c.timestamp_ns);
+                }
+            }
+        }
+        self.stats.datagrams_out += 1;
+        self.stats.bytes_out += t.len as u64;
+        self.planned.push(wr);
+        self.planned_route.push(route);
+    }
+
+    fn tx_flush<H: Host>(&mut self, _: &H) -> Result<(), VerbsError> {
+        let planned = std::mem::take(&mut self.planned);
+        let mut routes = self.planned_route.iter();
+        let mut result = Ok(());
+        for chain in self.sq.chains(&planned) {
+            self.chain.clear();
+            for (wr, route) in chain.iter().zip(routes.by_ref()) {
+                self.chain.push(SendDesc {
+                    wr: *wr,
+                    ah: route.ah_base + wr.ah,
+                    remote_qpn: route.qpn,
+                    remote_qkey: route.qkey,
+                });
+            }
+            result = self.nic.post_send(&self.chain, self.slot_len);
+            if result.is_err() {
+                break;
+            }
+        }
+        self.planned = planned;
+        self.planned.clear();
+        self.planned_route.clear();
+        result
+    }
+
+    fn now(&mut self, clock: &Clock) -> Instant {
+        self.last_now = self.last_now.max(clock.now());
+        self.last_now
+    }
+
+    /// Busy-polls the completion queues for up to `wait` (NIC queues have no
+    /// descriptor to sleep on), hands every received datagram to the host, frees
+    /// the landing buffers no WR uses any more, and reposts receives.
+    fn receive<H: InPlaceHost>(
+        &mut self,
+        host: &mut H,
+        clock: &Clock,
+        wait: Duration,
+    ) -> Result<usize, VerbsError> {
+        let start = std::time::Instant::now();
+        let mut received = 0;
+        loop {
+            self.reap_sends()?;
+            let n = self.receive_completions(host, clock)?;
+            self.release();
+            received += n;
+            if n > 0 || start.elapsed() >= wait {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        self.repost(host.takes_in_place())?;
+        Ok(received)
     }
 }
 

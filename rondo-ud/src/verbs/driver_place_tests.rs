@@ -1,6 +1,7 @@
 //! NIC completion timestamps and in-place receive through the in-memory NIC.
 
 use super::*;
+use crate::datapath::ByCopy;
 use rondo_proto::wire::{CommonRepr, DataRepr, Flags, Repr};
 use rondo_proto::Psn;
 
@@ -21,12 +22,7 @@ fn nic_timestamps_time_every_arrival_and_pair_data_sends_with_their_acks() {
         ..Wire::default()
     }));
     let clock = Clock::new();
-    let (mut a, mut b) = pair_with(
-        &wire,
-        &clock,
-        &crate::verbs::flow_config(PATHS, MTU),
-        Some(c),
-    );
+    let (mut a, mut b) = pair_with(&wire, &clock, &nic_flow(MTU), Some(c));
     let msgs: Vec<Vec<u8>> = (0..3).map(|i| pattern(150_000, 40 + i)).collect();
     for (i, m) in msgs.iter().enumerate() {
         a.ep.post(a.conn, clock.now(), i as u64, m.clone()).unwrap();
@@ -84,7 +80,7 @@ fn in_place_pair(
 ) -> (Side, Side) {
     let mut cfg = rondo_proto::FlowConfig {
         token,
-        ..crate::verbs::flow_config(PATHS, MTU)
+        ..nic_flow(MTU)
     };
     if strict {
         cfg.probing = false;
@@ -244,7 +240,7 @@ fn forged_headers_never_write_into_places_they_do_not_own() {
     let (mut a, mut b) = in_place_pair(&wire, &clock, token, true);
     let msg = pattern(600_000, 130);
     send_all(&mut a, &clock, std::slice::from_ref(&msg));
-    let initial_psn = crate::verbs::flow_config(PATHS, MTU).initial_psn;
+    let initial_psn = nic_flow(MTU).initial_psn;
     let ppp = (MTU - rondo_proto::wire::DATA_HEADER_LEN - rondo_proto::wire::token_overhead(token))
         as u64;
     let (mut done, mut got, mut aimed) = (false, Vec::new(), false);
@@ -265,7 +261,7 @@ fn forged_headers_never_write_into_places_they_do_not_own() {
         // Once: a forgery of the next expected packet (its PSN and offset) with a
         // wrong token, when the oldest posted WR is in place for that very place,
         // so that it lands where the real packet belongs.
-        let placed = landing::lock(&b.d.flows[0].state).placed();
+        let placed = in_place::lock(&b.d.flows[0].state).placed();
         let next = placed.map(|p| initial_psn + (p / ppp) as u32);
         let head = b.d.nic.posted.front().map(|d| b.d.slot_use[d.slot]);
         let mut w = wire.borrow_mut();
@@ -315,7 +311,7 @@ fn in_place_setup_checks_the_flow() {
     let wire = Rc::new(RefCell::new(Wire::default()));
     let clock = Clock::new();
     let (_, mut b) = pair(&wire, &clock);
-    let cfg = crate::verbs::flow_config(PATHS, MTU);
+    let cfg = nic_flow(MTU);
     let other_token = rondo_proto::FlowConfig {
         token: Some(1),
         ..cfg.clone()
@@ -324,7 +320,7 @@ fn in_place_setup_checks_the_flow() {
         b.d.receive_in_place(&mut b.ep, b.conn, &other_token, 0, 1 << 20),
         Err(VerbsError::Config(_))
     ));
-    let small = crate::verbs::flow_config(PATHS, MTU / 2);
+    let small = nic_flow(MTU / 2);
     assert!(matches!(
         b.d.receive_in_place(&mut b.ep, b.conn, &small, 0, 1 << 20),
         Err(VerbsError::Config(_))
@@ -332,7 +328,7 @@ fn in_place_setup_checks_the_flow() {
     // A host that takes no in-place datagrams gets only ring WRs.
     b.d.receive_in_place(&mut b.ep, b.conn, &cfg, 0, 1 << 20)
         .unwrap();
-    b.d.poll(&mut NoInPlace(&mut b.ep), &clock, Duration::ZERO)
+    b.d.poll(&mut ByCopy(&mut b.ep), &clock, Duration::ZERO)
         .unwrap();
     assert_eq!(b.d.stats().in_place_posted, 0);
 }
@@ -341,5 +337,5 @@ fn in_place_setup_checks_the_flow() {
 fn the_datapath_can_move_to_a_progress_thread() {
     fn send<T: Send>() {}
     send::<crate::verbs::VerbsDatapath>();
-    send::<landing::LandingPlacement>();
+    send::<in_place::LandingPlacement>();
 }

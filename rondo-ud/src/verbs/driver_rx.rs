@@ -3,82 +3,17 @@
 //! timestamps, and handing datagrams to the host.
 
 use super::{Driver, Nic, RecvDesc, SlotUse};
-use crate::udp::Clock;
+use crate::datapath::{Clock, InPlaceHost};
 use crate::verbs::error::VerbsError;
 use crate::verbs::grh::{self, GRH_LEN};
-use crate::verbs::landing;
+use crate::verbs::in_place;
 use rondo_proto::time::Instant;
 use rondo_proto::transmit::Host;
 use rondo_proto::wire::{self, Body};
-use rondo_proto::Endpoint;
-
-/// A host that can take a datagram whose payload a datapath received in place
-/// (at the target its [`Placement`](rondo_proto::placement::Placement) handed out).
-/// [`Endpoint`] is one; a host that wraps an endpoint forwards to it.
-pub trait InPlaceHost: Host {
-    /// A DATA datagram whose header is `header` and whose `payload_len` payload
-    /// bytes lie at the place its placement gave for the next expected bytes
-    /// ([`Endpoint::receive_in_place`]).
-    fn handle_in_place(
-        &mut self,
-        now: Instant,
-        path: u16,
-        header: &[u8],
-        payload_len: usize,
-        ecn_ce: bool,
-    );
-
-    /// True when [`InPlaceHost::handle_in_place`] may be called (the driver then
-    /// posts in-place receives).
-    fn takes_in_place(&self) -> bool {
-        true
-    }
-}
-
-impl InPlaceHost for Endpoint {
-    fn handle_in_place(
-        &mut self,
-        now: Instant,
-        path: u16,
-        header: &[u8],
-        payload_len: usize,
-        ecn_ce: bool,
-    ) {
-        // Errors are counted in the endpoint's stats.
-        let _ = self.receive_in_place(now, path, header, payload_len, ecn_ce);
-    }
-}
-
-/// Any [`Host`], receiving by copy only.
-pub(crate) struct NoInPlace<'a, H>(pub &'a mut H);
-
-impl<H: Host> Host for NoInPlace<'_, H> {
-    fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
-        self.0.handle_datagram(now, path, data, ecn_ce);
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        self.0.handle_timeout(now);
-    }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<rondo_proto::Transmit> {
-        self.0.poll_transmit(now, buf)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        self.0.poll_timeout()
-    }
-}
-
-impl<H: Host> InPlaceHost for NoInPlace<'_, H> {
-    fn handle_in_place(&mut self, _: Instant, _: u16, _: &[u8], _: usize, _: bool) {
-        // Never called: `takes_in_place` is false.
-    }
-    fn takes_in_place(&self) -> bool {
-        false
-    }
-}
 
 impl<N: Nic> Driver<N> {
     /// Hands every completed receive to the host; returns how many.
-    pub(super) fn receive<H: InPlaceHost>(
+    pub(super) fn receive_completions<H: InPlaceHost>(
         &mut self,
         host: &mut H,
         clock: &Clock,
@@ -177,7 +112,7 @@ impl<N: Nic> Driver<N> {
         let state = f.state.clone();
         let (flow_id, hlen) = (f.flow, f.header_len);
         let stride = GRH_LEN + self.slot_len;
-        let mut s = landing::lock(&state);
+        let mut s = in_place::lock(&state);
         if !wc.ok || wc.byte_len < GRH_LEN {
             s.consumed(buf, offset);
             if wc.ok {
@@ -273,7 +208,7 @@ impl<N: Nic> Driver<N> {
     /// An in-place WR for `slot`, `ahead` WRs behind the oldest posted one.
     fn in_place_desc(&mut self, slot: usize, ahead: usize) -> Result<Option<RecvDesc>, VerbsError> {
         for (i, f) in self.flows.iter_mut().enumerate() {
-            let mut s = landing::lock(&f.state);
+            let mut s = in_place::lock(&f.state);
             let Some(t) = s.next_post(ahead) else {
                 continue;
             };
@@ -304,7 +239,7 @@ impl<N: Nic> Driver<N> {
     /// Deregisters and frees the landing buffers no WR uses any more.
     pub(super) fn release(&mut self) {
         for (i, f) in self.flows.iter_mut().enumerate() {
-            let mut s = landing::lock(&f.state);
+            let mut s = in_place::lock(&f.state);
             if s.released().is_empty() {
                 continue;
             }
@@ -368,7 +303,7 @@ impl Sink<'_> {
             return;
         };
         if let Some(f) = self.flows.iter().rev().find(|f| f.flow == flow) {
-            landing::lock(&f.state).saw(d.msg_id, d.offset);
+            in_place::lock(&f.state).saw(d.msg_id, d.offset);
         }
     }
 }

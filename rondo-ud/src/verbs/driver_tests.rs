@@ -16,6 +16,14 @@ use std::rc::Rc;
 const MTU: usize = 1024;
 const PATHS: u16 = 4;
 
+/// The NIC profile's flow over `PATHS` paths with datagrams of `mtu` bytes.
+fn nic_flow(mtu: usize) -> rondo_proto::FlowConfig {
+    rondo_proto::FlowConfig {
+        mtu,
+        ..crate::HostProfile::NIC.flow_config(PATHS)
+    }
+}
+
 struct Frame {
     data: Vec<u8>,
     tclass: u8,
@@ -327,7 +335,7 @@ fn route_to(d: &mut Driver<FakeNic>, flow: u32, peer_qpn: u32) {
 }
 
 fn pair(wire: &Rc<RefCell<Wire>>, clock: &Clock) -> (Side, Side) {
-    pair_with(wire, clock, &crate::verbs::flow_config(PATHS, MTU), None)
+    pair_with(wire, clock, &nic_flow(MTU), None)
 }
 
 /// Two sides with flow configuration `cfg`, their NICs stamping completions on
@@ -527,9 +535,7 @@ fn transmits_without_a_route_are_unroutable() {
     let clock = Clock::new();
     let mut d = driver(0x33, &wire, None);
     let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
-    let h = ep
-        .connect(clock.now(), 7, 8, &crate::verbs::flow_config(PATHS, MTU))
-        .unwrap();
+    let h = ep.connect(clock.now(), 7, 8, &nic_flow(MTU)).unwrap();
     ep.post(h, clock.now(), 0, vec![1; 5000]).unwrap();
     d.poll(&mut ep, &clock, Duration::ZERO).unwrap();
     let s = d.stats();

@@ -2,6 +2,7 @@
 //! doctor` and for choosing a GID index).
 
 use super::error::VerbsError;
+use super::qp_attr::mtu_bytes;
 use super::sys::{device_names, Context};
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -104,14 +105,6 @@ pub struct DeviceReport {
     pub ports: Vec<PortReport>,
     /// Why it could not be queried, if so.
     pub error: Option<String>,
-}
-
-/// Bytes of an `ibv_mtu` value (1 = 256 ... 5 = 4096; 0 for anything else).
-pub fn mtu_bytes(mtu: u32) -> u32 {
-    match mtu {
-        1..=5 => 128 << mtu,
-        _ => 0,
-    }
 }
 
 fn state_name(s: u32) -> &'static str {

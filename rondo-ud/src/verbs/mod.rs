@@ -1,6 +1,9 @@
 //! The ibverbs UD datapath (cargo feature `verbs`, Linux): Rondo over
 //! unreliable-datagram queue pairs on RDMA NICs (ConnectX), replacing RC QPs.
-//! `docs/ibverbs.md` has the setup and the commands.
+//! `docs/ibverbs.md` has the setup and the commands. The plain-data modules
+//! (addressing, queue accounting, attributes, timestamps, the endpoint exchange)
+//! build without the feature; the FFI layer ([`sys`], also `rondo perf
+//! --transport rc`'s) and the datapath need it.
 //!
 //! One UD QP per endpoint; towards each peer one address handle per path and per
 //! priority class ([`address`]): the GRH flow label of path `p` makes the NIC send
@@ -19,49 +22,35 @@
 //! signaled DATA sends pair with their ACKs for NIC-level RTT samples
 //! ([`timestamp`]). Endpoints exchange [`exchange::EndpointInfo`] over TCP.
 //!
-//! Everything but [`sys`] (the thin FFI layer) is plain Rust, unit-tested without
-//! a device; the driver loop runs over a `Nic` trait, tested over an in-memory NIC
+//! Everything but `sys` (the thin FFI layer) is plain Rust, unit-tested without
+//! a device; the driver runs over a `Nic` trait, tested over an in-memory NIC
 //! that stamps completions with its own clock and scatters into in-place targets.
-//!
-//! ```no_run
-//! use rondo_ud::udp::Clock;
-//! use rondo_ud::verbs::{flow_config, VerbsConfig, VerbsDatapath};
-//! use rondo_proto::{Endpoint, BufferConfig, SharedBuffer};
-//! use std::net::TcpStream;
-//! use std::time::Duration;
-//!
-//! let cfg = VerbsConfig { device: "mlx5_0".into(), paths: 8, ..VerbsConfig::default() };
-//! let mut dp = VerbsDatapath::open(cfg)?;
-//! let mut tcp = TcpStream::connect("192.0.2.2:18515")?;
-//! let peer = dp.local_info().exchange(&mut tcp)?;
-//! dp.add_peer(1, peer)?;
-//! let clock = Clock::new();
-//! let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
-//! let flow = flow_config(8, dp.mtu());
-//! dp.check_flow(&flow)?; // after add_peer: the flow's mtu fits the send slots
-//! ep.connect(clock.now(), 1, 2, &flow).unwrap();
-//! loop {
-//!     dp.poll(&mut ep, &clock, Duration::from_millis(1))?;
-//!     # break;
-//! }
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
 
 pub mod address;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
 mod datapath;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
 mod driver;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
 mod error;
 pub mod exchange;
 pub mod flow_label;
 pub mod grh;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+mod in_place;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
 pub mod inventory;
-mod landing;
 pub mod qp_attr;
 pub mod rx_ring;
 pub mod send;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
 pub mod sys;
 pub mod timestamp;
-pub use datapath::{flow_config, VerbsConfig, VerbsDatapath};
-pub use driver::{InPlaceHost, VerbsStats};
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+pub use datapath::{VerbsConfig, VerbsDatapath};
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+pub use driver::VerbsStats;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
 pub use error::VerbsError;
-pub use landing::LandingCounters;
+#[cfg(all(feature = "verbs", target_os = "linux"))]
+pub use reorder::landing::LandingCounters;

@@ -1,12 +1,44 @@
-//! The attribute sets of a UD queue pair's state transitions, as plain data.
+//! The attribute sets of a queue pair's state transitions, as plain data, for UD
+//! (this datapath's, [`UdTransition`]) and RC (`rondo perf --transport rc` builds
+//! perftest's) queue pairs alike.
 //!
 //! A UD QP goes RESET -> INIT (pkey index, port, qkey) -> RTR (state only: a UD QP
 //! has no remote address, the address handle of each send carries it) -> RTS (send
-//! PSN). [`UdTransition::attrs`] says which attributes each step sets; the FFI layer
-//! turns a [`QpAttrs`] into `ibv_qp_attr` and its attribute mask one field at a time,
-//! so a field that is `None` here is neither written nor in the mask.
+//! PSN). An RC QP goes RESET -> INIT (pkey index, port, access flags) -> RTR (the
+//! peer: address vector, path MTU, its QPN and send PSN, responder resources, RNR
+//! timer) -> RTS (send PSN, ACK timeout, retry counts, initiator depth). The FFI
+//! layer (`sys`) turns a [`QpAttrs`] into `ibv_qp_attr` and its attribute mask one
+//! field at a time, so a field that is `None` here is neither written nor in the
+//! mask.
 
-/// A state of a queue pair, in the order a UD QP goes through them.
+/// `IBV_ACCESS_LOCAL_WRITE`: the NIC may write the region (receives, READ data).
+pub const ACCESS_LOCAL_WRITE: u32 = 1;
+/// `IBV_ACCESS_REMOTE_WRITE`: the peer may RDMA WRITE the region.
+pub const ACCESS_REMOTE_WRITE: u32 = 2;
+/// `IBV_ACCESS_REMOTE_READ`: the peer may RDMA READ the region.
+pub const ACCESS_REMOTE_READ: u32 = 4;
+
+/// `ibv_mtu` code of a path MTU in bytes (RoCE/IB MTUs only).
+pub fn mtu_code(bytes: u32) -> Option<u32> {
+    match bytes {
+        256 => Some(1),
+        512 => Some(2),
+        1024 => Some(3),
+        2048 => Some(4),
+        4096 => Some(5),
+        _ => None,
+    }
+}
+
+/// Bytes of an `ibv_mtu` value (1 = 256 ... 5 = 4096; 0 for anything else).
+pub fn mtu_bytes(code: u32) -> u32 {
+    match code {
+        1..=5 => 128 << code,
+        _ => 0,
+    }
+}
+
+/// A state of a queue pair, in the order it goes through them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum QpState {
     /// Just created: no work requests accepted.
@@ -40,20 +72,64 @@ pub enum UdTransition {
     },
 }
 
+/// Where a connected QP's peer is: the `ah_attr` of RTR (always with a GRH: RoCE
+/// needs one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AddressVector {
+    /// The peer's GID.
+    pub dgid: [u8; 16],
+    /// The peer's LID (InfiniBand; 0 on RoCE).
+    pub dlid: u16,
+    /// Local GID index.
+    pub sgid_index: u8,
+    /// IP TTL.
+    pub hop_limit: u8,
+    /// GRH traffic class (DSCP << 2).
+    pub traffic_class: u8,
+    /// GRH flow label (0: the NIC picks the RoCEv2 UDP source port, one ECMP path).
+    pub flow_label: u32,
+    /// Service level.
+    pub sl: u8,
+    /// Local port.
+    pub port: u8,
+}
+
 /// The attributes one `ibv_modify_qp` call sets; `None` fields are left out of the
 /// attribute mask.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpAttrs {
     /// The new state (always set).
     pub state: Option<QpState>,
-    /// Partition-key index.
+    /// INIT: partition-key index.
     pub pkey_index: Option<u16>,
-    /// Port number.
+    /// INIT: port number.
     pub port: Option<u8>,
-    /// Queue key.
+    /// INIT (UD): queue key.
     pub qkey: Option<u32>,
-    /// Send-queue PSN (24 bits).
+    /// INIT (RC): what the peer may do to our regions ([`ACCESS_REMOTE_WRITE`], ...).
+    pub access: Option<u32>,
+    /// RTR (RC): the peer's address.
+    pub av: Option<AddressVector>,
+    /// RTR (RC): path MTU (`ibv_mtu` code, [`mtu_code`]).
+    pub path_mtu: Option<u32>,
+    /// RTR (RC): the peer's QP number.
+    pub dest_qpn: Option<u32>,
+    /// RTR (RC): the first PSN the peer sends (its send PSN).
+    pub rq_psn: Option<u32>,
+    /// RTR (RC): READs the peer may have outstanding at us (responder resources).
+    pub max_dest_rd_atomic: Option<u8>,
+    /// RTR (RC): RNR NAK timer code (12: 0.64 ms).
+    pub min_rnr_timer: Option<u8>,
+    /// RTS: send-queue PSN (24 bits).
     pub sq_psn: Option<u32>,
+    /// RTS (RC): ACK timeout code (4.096 us x 2^timeout).
+    pub timeout: Option<u8>,
+    /// RTS (RC): transport retries before `IBV_WC_RETRY_EXC_ERR`.
+    pub retry_cnt: Option<u8>,
+    /// RTS (RC): RNR retries (7: forever).
+    pub rnr_retry: Option<u8>,
+    /// RTS (RC): READs we may have outstanding (initiator depth).
+    pub max_rd_atomic: Option<u8>,
 }
 
 impl UdTransition {
@@ -88,7 +164,7 @@ impl UdTransition {
                 pkey_index: Some(pkey_index),
                 port: Some(port),
                 qkey: Some(qkey),
-                sq_psn: None,
+                ..QpAttrs::default()
             },
             UdTransition::Rtr => QpAttrs {
                 state,
@@ -147,9 +223,17 @@ mod tests {
                 pkey_index: Some(0),
                 port: Some(1),
                 qkey: Some(0x1111_2222),
-                sq_psn: None,
+                ..QpAttrs::default()
             }
         );
+    }
+
+    #[test]
+    fn mtu_codes_and_bytes_are_inverse_for_roce_mtus() {
+        for b in [256, 512, 1024, 2048, 4096] {
+            assert_eq!(mtu_bytes(mtu_code(b).unwrap()), b);
+        }
+        assert_eq!((mtu_code(1500), mtu_bytes(9), mtu_bytes(0)), (None, 0, 0));
     }
 
     #[test]

@@ -29,13 +29,13 @@ pub fn loopback(paths: u16) -> UdpConfig {
     }
 }
 
-/// The datapath's recommended flow config with a token; a loaded CI machine can
+/// The UDP datapath's profile with a token; a loaded CI machine can
 /// stall a thread for milliseconds, so the RTO floor is higher still.
 pub fn flow(paths: u16) -> FlowConfig {
     FlowConfig {
         rto_min: rondo_proto::Duration::from_ms(5),
         token: Some(0x0123_4567_89ab_cdef),
-        ..rondo_ud::udp::flow_config(paths)
+        ..rondo_ud::HostProfile::HOST_STACK.flow_config(paths)
     }
 }
 

@@ -2,7 +2,7 @@
 //! memory regions and completion queues on top of it. It implements [`Host`], so the
 //! in-process fabric and the UDP progress loop drive it like any engine host.
 
-pub(crate) mod landing;
+pub(crate) mod placement;
 mod requester;
 mod responder;
 #[cfg(test)]
@@ -15,7 +15,7 @@ use crate::types::{
     WorkCompletion,
 };
 use crate::VerbsError;
-use landing::{lock, KeyTables, RequestPlacement, RxState};
+use placement::{lock, KeyTables, RequestPlacement, RxState};
 use rondo_proto::rng::Rng;
 use rondo_proto::{
     ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,

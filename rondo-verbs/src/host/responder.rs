@@ -1,8 +1,8 @@
 //! The responding side of a QP: acts on the verdicts on SEND, WRITE and READ
 //! requests (taken in order, with receive matching, bounds and access checks, by
-//! the QP's placement; see [`super::landing`]) and answers each one.
+//! the QP's placement; see [`super::placement`]) and answers each one.
 
-use super::landing::{lock, Verdict};
+use super::placement::{lock, Verdict};
 use super::requester::GatherList;
 use super::VerbsHost;
 use crate::header::{AckStatus, Header, MsgOp};
@@ -13,7 +13,7 @@ use std::sync::Arc;
 impl VerbsHost {
     /// A SEND, WRITE or READ request's message is complete: act on the verdict its
     /// placement took when the header arrived (its payload, if executed, is already
-    /// in place; see [`super::landing`]).
+    /// in place; see [`super::placement`]).
     pub(crate) fn on_request(&mut self, now: Instant, qpn: u32, msg_id: u64) {
         let Some(slot) = self.qps.get_mut(&qpn) else {
             return;

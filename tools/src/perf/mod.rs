@@ -249,7 +249,7 @@ fn check(h: &Hello) -> anyhow::Result<()> {
             );
         }
         (Backend::Verbs, Transport::Rc) => ensure!(
-            rc::attr::mtu_code(h.mtu).is_some(),
+            rondo_ud::verbs::qp_attr::mtu_code(h.mtu).is_some(),
             "--mtu {} is no RC path MTU: use 256, 512, 1024, 2048 or 4096",
             h.mtu
         ),

@@ -1,25 +1,38 @@
-//! The thin FFI layer over libibverbs: device context, PD, CQ, MR, UD QP, AH and
-//! the post / poll calls. Objects own their parents through `Arc<Inner>` (a QP
-//! keeps its PD and CQs alive, an MR its PD, everything its context); all logic
-//! lives in the plain-Rust modules beside this one.
+//! The one FFI layer over libibverbs, for the UD datapath and for `rondo perf
+//! --transport rc`: device context, PD, CQ, MR, UD and RC QPs, AH and the post /
+//! poll calls. Objects own their parents through `Arc<Inner>` (a QP keeps its PD
+//! and CQs alive, an MR its PD, everything its context); all logic lives in the
+//! plain-Rust modules beside this one and in their users.
 #![allow(unsafe_code)] // the verbs FFI of this datapath; each block says why it is sound
 
 use super::error::VerbsError;
 
 mod cq_ex;
 mod qp;
+mod rc;
 pub use cq_ex::CqEx;
 pub use qp::{Ah, Sge, UdQp, UdSend};
+pub use rc::{RcOp, RcQp, RcSend};
 
 use ibverbs_sys as ffi;
 use std::ffi::CStr;
 use std::ptr;
 use std::sync::Arc;
 
+/// `IBV_PORT_ACTIVE`, the `state` of a port that carries traffic.
+pub const PORT_ACTIVE: u32 = ffi::ibv_port_state::IBV_PORT_ACTIVE;
+
 /// The 16 bytes of a GID.
 pub fn gid_raw(gid: &ffi::ibv_gid) -> [u8; 16] {
     // SAFETY: every variant of the union is 16 bytes of plain data.
     unsafe { gid.raw }
+}
+
+/// The name libibverbs gives a work-completion status (`ibv_wc_status_str`).
+pub fn wc_status_str(status: u32) -> String {
+    // SAFETY: ibv_wc_status_str returns a static C string for any value.
+    let s = unsafe { CStr::from_ptr(ffi::ibv_wc_status_str(status)) };
+    s.to_string_lossy().into_owned()
 }
 
 /// An open device context.
@@ -107,6 +120,17 @@ impl Context {
             return Err(VerbsError::call("ibv_query_port", rc));
         }
         Ok(attr)
+    }
+
+    /// The GID at `index` of port `port`.
+    pub fn query_gid(&self, port: u8, index: u8) -> Result<[u8; 16], VerbsError> {
+        let mut gid = ffi::ibv_gid::default();
+        // SAFETY: `gid` is a valid out-parameter; the context is open.
+        let rc = unsafe { ffi::ibv_query_gid(self.inner.ctx, port, i32::from(index), &mut gid) };
+        if rc != 0 {
+            return Err(VerbsError::call("ibv_query_gid", rc));
+        }
+        Ok(gid_raw(&gid))
     }
 
     /// Device attributes (port count, limits).
@@ -230,7 +254,7 @@ pub struct Cq {
 
 impl Cq {
     /// Polls up to `wc.len()` completions into `wc`; returns how many.
-    pub fn poll(&self, wc: &mut [ffi::ibv_wc]) -> Result<usize, VerbsError> {
+    fn poll_raw(&self, wc: &mut [ffi::ibv_wc]) -> Result<usize, VerbsError> {
         let n = i32::try_from(wc.len()).unwrap_or(i32::MAX);
         // SAFETY: the CQ is alive; its context's ops table is set by the driver;
         // `wc` has room for `n` entries.
@@ -245,6 +269,85 @@ impl Cq {
             return Err(VerbsError::call("ibv_poll_cq", rc));
         }
         Ok(rc as usize)
+    }
+
+    /// Polls up to `out.len()` completions (at most `buf`'s size) into `out`;
+    /// returns how many.
+    pub fn poll(&self, buf: &mut WcBuf, out: &mut [Wc]) -> Result<usize, VerbsError> {
+        let max = out.len().min(buf.0.len());
+        let n = self.poll_raw(&mut buf.0[..max])?;
+        for (o, w) in out.iter_mut().zip(&buf.0[..n]) {
+            *o = Wc::from_raw(w);
+        }
+        Ok(n)
+    }
+}
+
+/// Room for the raw completions a plain CQ is polled into (kept between polls: a
+/// poll allocates nothing).
+pub struct WcBuf(Vec<ffi::ibv_wc>);
+
+impl std::fmt::Debug for WcBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("WcBuf").field(&self.0.len()).finish()
+    }
+}
+
+impl WcBuf {
+    /// Room for `entries` completions per poll.
+    pub fn new(entries: usize) -> WcBuf {
+        WcBuf(vec![ffi::ibv_wc::default(); entries.max(1)])
+    }
+}
+
+/// One work completion of a plain CQ, as plain data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wc {
+    /// The work request's id.
+    pub wr_id: u64,
+    /// 0 (`IBV_WC_SUCCESS`) or the error status ([`wc_status_str`] names it).
+    pub status: u32,
+    /// A receive completion (`IBV_WC_RECV` or `IBV_WC_RECV_RDMA_WITH_IMM`).
+    pub receive: bool,
+    /// Bytes received (a GRH included on UD).
+    pub byte_len: u32,
+    /// The local QP it belongs to.
+    pub qp_num: u32,
+    /// The GRH was on the wire (UD receives).
+    pub grh: bool,
+}
+
+impl Wc {
+    fn from_raw(w: &ffi::ibv_wc) -> Wc {
+        let status = w.error().map_or(0, |(s, _)| s);
+        Wc::from_parts(
+            w.wr_id(),
+            status,
+            w.opcode(),
+            w.len() as u32,
+            w.qp_num,
+            w.wc_flags.0,
+        )
+    }
+
+    /// A completion from its `ibv_wc` fields.
+    fn from_parts(
+        wr_id: u64,
+        status: u32,
+        opcode: u32,
+        byte_len: u32,
+        qp_num: u32,
+        flags: u32,
+    ) -> Wc {
+        Wc {
+            wr_id,
+            status,
+            receive: opcode == ffi::ibv_wc_opcode::IBV_WC_RECV
+                || opcode == ffi::ibv_wc_opcode::IBV_WC_RECV_RDMA_WITH_IMM,
+            byte_len,
+            qp_num,
+            grh: flags & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0,
+        }
     }
 }
 
@@ -271,21 +374,22 @@ impl AnyCq {
     /// which polls into `wc` first).
     pub(crate) fn poll(
         &self,
-        wc: &mut [ffi::ibv_wc],
+        buf: &mut WcBuf,
         out: &mut [crate::verbs::driver::Completion],
     ) -> Result<usize, VerbsError> {
         let cq = match self {
             AnyCq::Ex(c) => return c.poll(out),
             AnyCq::Plain(c) => c,
         };
-        let max = out.len().min(wc.len());
-        let n = cq.poll(&mut wc[..max])?;
-        for (o, w) in out.iter_mut().zip(&wc[..n]) {
+        let max = out.len().min(buf.0.len());
+        let n = cq.poll_raw(&mut buf.0[..max])?;
+        for (o, w) in out.iter_mut().zip(&buf.0[..n]) {
+            let w = Wc::from_raw(w);
             *o = crate::verbs::driver::Completion {
-                wr_id: w.wr_id(),
-                ok: w.error().is_none(),
-                byte_len: w.len(),
-                grh: w.wc_flags.0 & ffi::ibv_wc_flags::IBV_WC_GRH.0 != 0,
+                wr_id: w.wr_id,
+                ok: w.status == 0,
+                byte_len: w.byte_len as usize,
+                grh: w.grh,
                 ts: None,
             };
         }
@@ -304,6 +408,11 @@ impl RegisteredArena {
     /// Local key.
     pub fn lkey(&self) -> u32 {
         self.mr.lkey()
+    }
+
+    /// Remote key (for a registration with remote access).
+    pub fn rkey(&self) -> u32 {
+        self.mr.rkey()
     }
 
     /// Address of the first byte, as WRs name it.
@@ -348,29 +457,43 @@ impl Mr {
         // SAFETY: `mr` is valid while self lives.
         unsafe { (*self.mr).lkey }
     }
+
+    /// Remote key, for the peer's RDMA WRITEs and READs.
+    pub fn rkey(&self) -> u32 {
+        // SAFETY: `mr` is valid while self lives.
+        unsafe { (*self.mr).rkey }
+    }
 }
 
 impl Pd {
     /// Maps an arena of at least `bytes` bytes (huge pages as asked) and
-    /// registers it: registered memory from the `reorder` arena.
+    /// registers it with `access` (`qp_attr::ACCESS_*` flags; local write at
+    /// least): registered memory from the `reorder` arena.
     pub fn register_arena(
         &self,
         bytes: usize,
         huge: reorder::HugePages,
+        access: u32,
     ) -> Result<RegisteredArena, VerbsError> {
         let mut arena = reorder::Arena::new(bytes, huge)?;
         // SAFETY: the arena is moved into the result next to the MR, which is
         // dropped first (field order), so the memory outlives the registration.
-        let mr = unsafe { self.register(arena.as_mut_ptr(), arena.len())? };
+        let mr = unsafe { self.register(arena.as_mut_ptr(), arena.len(), access)? };
         Ok(RegisteredArena { mr, arena })
     }
 
-    /// Registers `len` bytes at `addr` for local write (receives) and reads.
+    /// Registers `len` bytes at `addr` with `access` (`qp_attr::ACCESS_*` flags;
+    /// local write at least, for receives).
     ///
     /// # Safety
     /// The memory must stay mapped until the returned [`Mr`] is dropped.
-    pub unsafe fn register(&self, addr: *mut u8, len: usize) -> Result<Mr, VerbsError> {
-        let access = ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0 as i32;
+    pub unsafe fn register(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: u32,
+    ) -> Result<Mr, VerbsError> {
+        let access = (access | ffi::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0) as i32;
         // SAFETY: the caller keeps the memory mapped; the PD is alive.
         let mr = unsafe { ffi::ibv_reg_mr(self.inner.pd, addr.cast(), len, access) };
         if mr.is_null() {
@@ -404,5 +527,42 @@ impl Pd {
             mr,
             _pd: self.inner.clone(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verbs::qp_attr::{
+        mtu_code, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ, ACCESS_REMOTE_WRITE,
+    };
+
+    #[test]
+    fn plain_constants_are_ibverbs_values() {
+        use ffi::ibv_access_flags as a;
+        assert_eq!(ACCESS_LOCAL_WRITE, a::IBV_ACCESS_LOCAL_WRITE.0);
+        assert_eq!(ACCESS_REMOTE_WRITE, a::IBV_ACCESS_REMOTE_WRITE.0);
+        assert_eq!(ACCESS_REMOTE_READ, a::IBV_ACCESS_REMOTE_READ.0);
+        assert_eq!(mtu_code(4096), Some(ffi::IBV_MTU_4096));
+        assert_eq!(mtu_code(256), Some(ffi::IBV_MTU_256));
+        assert_eq!(PORT_ACTIVE, 4);
+    }
+
+    #[test]
+    fn completions_read_as_plain_data() {
+        use ffi::ibv_wc_opcode as op;
+        let grh = ffi::ibv_wc_flags::IBV_WC_GRH.0;
+        let c = Wc::from_parts(77, 0, op::IBV_WC_RECV_RDMA_WITH_IMM, 1040, 0x12, grh);
+        assert_eq!(
+            (c.wr_id, c.status, c.byte_len, c.qp_num),
+            (77, 0, 1040, 0x12)
+        );
+        assert!(c.receive && c.grh);
+        assert!(Wc::from_parts(1, 0, op::IBV_WC_RECV, 0, 0, 0).receive);
+        let err = ffi::ibv_wc_status::IBV_WC_REM_ACCESS_ERR;
+        let c = Wc::from_parts(2, err, op::IBV_WC_RDMA_WRITE, 0, 0, 0);
+        assert!(!c.receive && !c.grh);
+        assert_eq!(c.status, err);
+        assert_eq!(wc_status_str(0), "success");
     }
 }

@@ -34,19 +34,36 @@ impl Pd {
         max_recv_wr: u32,
         max_inline: u32,
     ) -> Result<UdQp, VerbsError> {
+        let cap = ffi::ibv_qp_cap {
+            max_send_wr,
+            max_recv_wr,
+            max_send_sge: 1,
+            max_recv_sge: 2,
+            max_inline_data: max_inline,
+        };
+        let (inner, cap) = self.create_qp(send, recv, cap, ffi::ibv_qp_type::IBV_QPT_UD)?;
+        Ok(UdQp {
+            inner,
+            max_inline: cap.max_inline_data,
+        })
+    }
+
+    /// Creates a QP of `qp_type` in RESET; returns it with the capacities the
+    /// device granted.
+    pub(super) fn create_qp(
+        &self,
+        send: &AnyCq,
+        recv: &AnyCq,
+        cap: ffi::ibv_qp_cap,
+        qp_type: ffi::ibv_qp_type::Type,
+    ) -> Result<(QpInner, ffi::ibv_qp_cap), VerbsError> {
         let mut init = ffi::ibv_qp_init_attr {
             qp_context: ptr::null_mut(),
             send_cq: send.raw(),
             recv_cq: recv.raw(),
             srq: ptr::null_mut(),
-            cap: ffi::ibv_qp_cap {
-                max_send_wr,
-                max_recv_wr,
-                max_send_sge: 1,
-                max_recv_sge: 2,
-                max_inline_data: max_inline,
-            },
-            qp_type: ffi::ibv_qp_type::IBV_QPT_UD,
+            cap,
+            qp_type,
             sq_sig_all: 0,
         };
         // SAFETY: `init` is fully initialised with live CQs; the PD is alive.
@@ -54,13 +71,139 @@ impl Pd {
         if qp.is_null() {
             return Err(VerbsError::last("ibv_create_qp"));
         }
-        Ok(UdQp {
+        let inner = QpInner {
             qp,
-            max_inline: init.cap.max_inline_data,
             _pd: self.inner.clone(),
             _send: send.clone(),
             _recv: recv.clone(),
-        })
+        };
+        Ok((inner, init.cap))
+    }
+}
+
+/// A queue pair of any type: destroyed before its CQs and PD (it holds them).
+#[derive(Debug)]
+pub(super) struct QpInner {
+    qp: *mut ffi::ibv_qp,
+    _pd: Arc<PdInner>,
+    _send: AnyCq,
+    _recv: AnyCq,
+}
+// SAFETY: verbs objects may be used from any thread.
+unsafe impl Send for QpInner {}
+impl Drop for QpInner {
+    fn drop(&mut self) {
+        // SAFETY: `qp` came from ibv_create_qp and is destroyed once, before its
+        // CQs and PD (this struct holds Arcs to them).
+        unsafe { ffi::ibv_destroy_qp(self.qp) };
+    }
+}
+
+impl QpInner {
+    /// QP number.
+    pub(super) fn qpn(&self) -> u32 {
+        // SAFETY: `qp` is valid while self lives.
+        unsafe { (*self.qp).qp_num }
+    }
+
+    /// Applies one state transition's attributes.
+    pub(super) fn modify(&self, attrs: &QpAttrs) -> Result<(), VerbsError> {
+        let (mut attr, mask) = qp_attr(attrs);
+        // SAFETY: `attr` is initialised for every bit of `mask`; the QP is alive.
+        let rc = unsafe { ffi::ibv_modify_qp(self.qp, &mut attr, mask.0 as i32) };
+        if rc != 0 {
+            return Err(VerbsError::call("ibv_modify_qp", rc));
+        }
+        Ok(())
+    }
+
+    /// Posts `wrs`, send or receive WRs, as one chain (linked here, one doorbell).
+    ///
+    /// # Safety
+    /// The scatter lists the WRs point to must live until this call returns, and
+    /// the memory they name must stay valid as the WRs' contracts say.
+    pub(super) unsafe fn post<T: Chain>(&self, wrs: &mut [T]) -> Result<(), VerbsError> {
+        let n = wrs.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let base = wrs.as_mut_ptr();
+        for i in 1..n {
+            // SAFETY: `i < n`: both pointers are inside `wrs`, which is not moved
+            // before the post.
+            unsafe { T::set_next(base.add(i - 1), base.add(i)) };
+        }
+        // SAFETY: the chain lives until the call returns; the caller keeps its
+        // scatter lists and buffers valid; the QP is alive.
+        let rc = unsafe { T::post(self.qp, base) }.ok_or(VerbsError::Config(T::MISSING))?;
+        if rc != 0 {
+            return Err(VerbsError::call(T::CALL, rc));
+        }
+        Ok(())
+    }
+}
+
+/// A work request, linked to the next one of its chain and posted through its
+/// queue's op of the provider.
+pub(super) trait Chain: Sized {
+    /// The verbs call, for errors.
+    const CALL: &'static str;
+    /// What a provider without the op says.
+    const MISSING: &'static str;
+
+    /// Sets `this`' next WR.
+    ///
+    /// # Safety
+    /// `this` must point to a live WR.
+    unsafe fn set_next(this: *mut Self, next: *mut Self);
+
+    /// Posts the chain at `wr` on `qp` (`None`: the provider has no such op).
+    ///
+    /// # Safety
+    /// `qp` must be alive and the chain as [`QpInner::post`] requires.
+    unsafe fn post(qp: *mut ffi::ibv_qp, wr: *mut Self) -> Option<i32>;
+}
+
+impl Chain for ffi::ibv_send_wr {
+    const CALL: &'static str = "ibv_post_send";
+    const MISSING: &'static str = "driver has no post_send";
+
+    unsafe fn set_next(this: *mut Self, next: *mut Self) {
+        // SAFETY: the caller passes a live WR.
+        unsafe { (*this).next = next };
+    }
+
+    unsafe fn post(qp: *mut ffi::ibv_qp, wr: *mut Self) -> Option<i32> {
+        let mut bad = ptr::null_mut();
+        // SAFETY: the caller passes a live QP, whose context's ops table the
+        // provider set, and a valid chain.
+        unsafe {
+            (*(*qp).context)
+                .ops
+                .post_send
+                .map(|post| post(qp, wr, &mut bad))
+        }
+    }
+}
+
+impl Chain for ffi::ibv_recv_wr {
+    const CALL: &'static str = "ibv_post_recv";
+    const MISSING: &'static str = "driver has no post_recv";
+
+    unsafe fn set_next(this: *mut Self, next: *mut Self) {
+        // SAFETY: the caller passes a live WR.
+        unsafe { (*this).next = next };
+    }
+
+    unsafe fn post(qp: *mut ffi::ibv_qp, wr: *mut Self) -> Option<i32> {
+        let mut bad = ptr::null_mut();
+        // SAFETY: as for send WRs.
+        unsafe {
+            (*(*qp).context)
+                .ops
+                .post_recv
+                .map(|post| post(qp, wr, &mut bad))
+        }
     }
 }
 
@@ -82,20 +225,8 @@ impl Drop for Ah {
 /// A UD queue pair.
 #[derive(Debug)]
 pub struct UdQp {
-    qp: *mut ffi::ibv_qp,
+    inner: QpInner,
     max_inline: u32,
-    _pd: Arc<PdInner>,
-    _send: AnyCq,
-    _recv: AnyCq,
-}
-// SAFETY: verbs objects may be used from any thread.
-unsafe impl Send for UdQp {}
-impl Drop for UdQp {
-    fn drop(&mut self) {
-        // SAFETY: `qp` came from ibv_create_qp and is destroyed once, before its
-        // CQs and PD (this struct holds Arcs to them).
-        unsafe { ffi::ibv_destroy_qp(self.qp) };
-    }
 }
 
 /// One scatter/gather entry.
@@ -123,8 +254,7 @@ pub struct UdSend<'a> {
 impl UdQp {
     /// QP number.
     pub fn qpn(&self) -> u32 {
-        // SAFETY: `qp` is valid while self lives.
-        unsafe { (*self.qp).qp_num }
+        self.inner.qpn()
     }
 
     /// Inline bytes the device granted.
@@ -134,13 +264,7 @@ impl UdQp {
 
     /// Applies one state transition's attributes.
     pub fn modify(&self, attrs: &QpAttrs) -> Result<(), VerbsError> {
-        let (mut attr, mask) = qp_attr(attrs);
-        // SAFETY: `attr` is initialised for every bit of `mask`; the QP is alive.
-        let rc = unsafe { ffi::ibv_modify_qp(self.qp, &mut attr, mask.0 as i32) };
-        if rc != 0 {
-            return Err(VerbsError::call("ibv_modify_qp", rc));
-        }
-        Ok(())
+        self.inner.modify(attrs)
     }
 
     /// Posts `sends` as one chain (one doorbell).
@@ -149,9 +273,6 @@ impl UdQp {
     /// Each send's buffer must stay valid and unchanged until its completion, or
     /// a later signaled one, is polled (inline sends: until this call returns).
     pub unsafe fn post_send(&self, sends: &[UdSend<'_>]) -> Result<(), VerbsError> {
-        if sends.is_empty() {
-            return Ok(());
-        }
         let mut sges: Vec<Sge> = sends.iter().map(|s| s.sge).collect();
         let mut wrs: Vec<ffi::ibv_send_wr> = Vec::with_capacity(sends.len());
         for (s, sge) in sends.iter().zip(sges.iter_mut()) {
@@ -167,25 +288,9 @@ impl UdQp {
             wr.num_sge = 1;
             wrs.push(wr);
         }
-        let base = wrs.as_mut_ptr();
-        for i in 0..wrs.len() - 1 {
-            // SAFETY: `i + 1 < len`: both pointers are inside `wrs`, which is not
-            // moved again before the post.
-            unsafe { (*base.add(i)).next = base.add(i + 1) };
-        }
-        let mut bad = ptr::null_mut();
-        // SAFETY: the chain and its SGEs live until the call returns; the caller
-        // keeps the buffers valid; the QP is alive.
-        let rc = unsafe {
-            match (*(*self.qp).context).ops.post_send {
-                Some(post) => post(self.qp, base, &mut bad),
-                None => return Err(VerbsError::Config("driver has no post_send")),
-            }
-        };
-        if rc != 0 {
-            return Err(VerbsError::call("ibv_post_send", rc));
-        }
-        Ok(())
+        // SAFETY: the SGEs live until the call returns; the caller keeps the
+        // buffers valid.
+        unsafe { self.inner.post(&mut wrs) }
     }
 
     /// Posts receives, one WR per `(wr_id, sges)` entry, as one chain.
@@ -194,9 +299,6 @@ impl UdQp {
     /// Every SGE's memory must be registered and stay valid until its completion
     /// is polled (or the QP is destroyed).
     pub unsafe fn post_recv(&self, recvs: &mut [(u64, [Sge; 2], usize)]) -> Result<(), VerbsError> {
-        if recvs.is_empty() {
-            return Ok(());
-        }
         let mut wrs: Vec<ffi::ibv_recv_wr> = recvs
             .iter_mut()
             .map(|(wr_id, sges, n)| ffi::ibv_recv_wr {
@@ -206,24 +308,9 @@ impl UdQp {
                 num_sge: (*n).min(2) as i32,
             })
             .collect();
-        let base = wrs.as_mut_ptr();
-        for i in 0..wrs.len() - 1 {
-            // SAFETY: `i + 1 < len`, inside `wrs`.
-            unsafe { (*base.add(i)).next = base.add(i + 1) };
-        }
-        let mut bad = ptr::null_mut();
-        // SAFETY: the chain and the SGE arrays (in `recvs`) live until the call
-        // returns; the caller keeps the memory valid; the QP is alive.
-        let rc = unsafe {
-            match (*(*self.qp).context).ops.post_recv {
-                Some(post) => post(self.qp, base, &mut bad),
-                None => return Err(VerbsError::Config("driver has no post_recv")),
-            }
-        };
-        if rc != 0 {
-            return Err(VerbsError::call("ibv_post_recv", rc));
-        }
-        Ok(())
+        // SAFETY: the SGE arrays (in `recvs`) live until the call returns; the
+        // caller keeps the memory valid.
+        unsafe { self.inner.post(&mut wrs) }
     }
 }
 
@@ -247,34 +334,87 @@ fn ah_attr(spec: &AhSpec) -> ffi::ibv_ah_attr {
 
 /// The `ibv_qp_attr` and attribute mask of one transition: exactly the fields
 /// that are `Some`.
-fn qp_attr(attrs: &QpAttrs) -> (ffi::ibv_qp_attr, ffi::ibv_qp_attr_mask) {
+pub(super) fn qp_attr(a: &QpAttrs) -> (ffi::ibv_qp_attr, ffi::ibv_qp_attr_mask) {
     use ffi::ibv_qp_attr_mask as m;
     let mut attr = ffi::ibv_qp_attr::default();
     let mut mask = m(0);
-    if let Some(s) = attrs.state {
+    let mut set = |bit: m| mask |= bit;
+    if let Some(s) = a.state {
         attr.qp_state = match s {
             QpState::Reset => ffi::ibv_qp_state::IBV_QPS_RESET,
             QpState::Init => ffi::ibv_qp_state::IBV_QPS_INIT,
             QpState::Rtr => ffi::ibv_qp_state::IBV_QPS_RTR,
             QpState::Rts => ffi::ibv_qp_state::IBV_QPS_RTS,
         };
-        mask |= m::IBV_QP_STATE;
+        set(m::IBV_QP_STATE);
     }
-    if let Some(v) = attrs.pkey_index {
+    if let Some(v) = a.pkey_index {
         attr.pkey_index = v;
-        mask |= m::IBV_QP_PKEY_INDEX;
+        set(m::IBV_QP_PKEY_INDEX);
     }
-    if let Some(v) = attrs.port {
+    if let Some(v) = a.port {
         attr.port_num = v;
-        mask |= m::IBV_QP_PORT;
+        set(m::IBV_QP_PORT);
     }
-    if let Some(v) = attrs.qkey {
+    if let Some(v) = a.qkey {
         attr.qkey = v;
-        mask |= m::IBV_QP_QKEY;
+        set(m::IBV_QP_QKEY);
     }
-    if let Some(v) = attrs.sq_psn {
+    if let Some(v) = a.access {
+        attr.qp_access_flags = v;
+        set(m::IBV_QP_ACCESS_FLAGS);
+    }
+    if let Some(av) = a.av {
+        attr.ah_attr.is_global = 1;
+        attr.ah_attr.dlid = av.dlid;
+        attr.ah_attr.sl = av.sl;
+        attr.ah_attr.port_num = av.port;
+        attr.ah_attr.grh.dgid.raw = av.dgid;
+        attr.ah_attr.grh.sgid_index = av.sgid_index;
+        attr.ah_attr.grh.hop_limit = av.hop_limit;
+        attr.ah_attr.grh.traffic_class = av.traffic_class;
+        attr.ah_attr.grh.flow_label = av.flow_label;
+        set(m::IBV_QP_AV);
+    }
+    if let Some(v) = a.path_mtu {
+        attr.path_mtu = v;
+        set(m::IBV_QP_PATH_MTU);
+    }
+    if let Some(v) = a.dest_qpn {
+        attr.dest_qp_num = v;
+        set(m::IBV_QP_DEST_QPN);
+    }
+    if let Some(v) = a.rq_psn {
+        attr.rq_psn = v;
+        set(m::IBV_QP_RQ_PSN);
+    }
+    if let Some(v) = a.max_dest_rd_atomic {
+        attr.max_dest_rd_atomic = v;
+        set(m::IBV_QP_MAX_DEST_RD_ATOMIC);
+    }
+    if let Some(v) = a.min_rnr_timer {
+        attr.min_rnr_timer = v;
+        set(m::IBV_QP_MIN_RNR_TIMER);
+    }
+    if let Some(v) = a.sq_psn {
         attr.sq_psn = v;
-        mask |= m::IBV_QP_SQ_PSN;
+        set(m::IBV_QP_SQ_PSN);
+    }
+    if let Some(v) = a.timeout {
+        attr.timeout = v;
+        set(m::IBV_QP_TIMEOUT);
+    }
+    if let Some(v) = a.retry_cnt {
+        attr.retry_cnt = v;
+        set(m::IBV_QP_RETRY_CNT);
+    }
+    if let Some(v) = a.rnr_retry {
+        attr.rnr_retry = v;
+        set(m::IBV_QP_RNR_RETRY);
+    }
+    if let Some(v) = a.max_rd_atomic {
+        attr.max_rd_atomic = v;
+        set(m::IBV_QP_MAX_QP_RD_ATOMIC);
     }
     (attr, mask)
 }

@@ -4,104 +4,15 @@
 //! address vector with its GID, path MTU, its QPN, the PSN it starts sending with,
 //! responder resources for READ, the RNR timer) -> RTS (our send PSN, ACK timeout,
 //! retry counts, initiator depth for READ). [`bring_up`] says which attributes each
-//! step sets, with perftest's values; the FFI layer (`sys`) turns a [`RcAttrs`] into
+//! step sets, with perftest's values, in the attribute sets of `rondo_ud`'s verbs
+//! datapath ([`QpAttrs`] is its `QpAttrs`), which its FFI layer turns into
 //! `ibv_qp_attr` and its mask one field at a time, so a `None` is neither written
 //! nor in the mask.
 
-/// `IBV_ACCESS_LOCAL_WRITE`.
-pub const LOCAL_WRITE: u32 = 1;
-/// `IBV_ACCESS_REMOTE_WRITE`.
-pub const REMOTE_WRITE: u32 = 2;
-/// `IBV_ACCESS_REMOTE_READ`.
-pub const REMOTE_READ: u32 = 4;
-
-/// A QP state a transition leads to, in bring-up order (from RESET).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum RcState {
-    /// Receives may be posted.
-    Init,
-    /// Ready to receive.
-    Rtr,
-    /// Ready to send.
-    Rts,
-}
-
-/// `ibv_mtu` code of a path MTU in bytes (RoCE/IB MTUs only).
-pub fn mtu_code(bytes: u32) -> Option<u32> {
-    match bytes {
-        256 => Some(1),
-        512 => Some(2),
-        1024 => Some(3),
-        2048 => Some(4),
-        4096 => Some(5),
-        _ => None,
-    }
-}
-
-/// Bytes of an `ibv_mtu` code (0 for an unknown code).
-pub fn mtu_bytes(code: u32) -> u32 {
-    match code {
-        1..=5 => 128 << code,
-        _ => 0,
-    }
-}
-
-/// Where the peer is: the `ah_attr` of RTR (always with a GRH: RoCE needs one).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AddressVector {
-    /// The peer's GID.
-    pub dgid: [u8; 16],
-    /// The peer's LID (InfiniBand; 0 on RoCE).
-    pub dlid: u16,
-    /// Local GID index.
-    pub sgid_index: u8,
-    /// IP TTL.
-    pub hop_limit: u8,
-    /// GRH traffic class (DSCP << 2).
-    pub traffic_class: u8,
-    /// GRH flow label (0: the NIC picks the RoCEv2 UDP source port, one ECMP path).
-    pub flow_label: u32,
-    /// Service level.
-    pub sl: u8,
-    /// Local port.
-    pub port: u8,
-}
-
-/// The attributes one `ibv_modify_qp` call sets; `None` fields are left out of the
-/// mask.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RcAttrs {
-    /// The new state (always set).
-    pub state: Option<RcState>,
-    /// INIT: partition-key index.
-    pub pkey_index: Option<u16>,
-    /// INIT: port.
-    pub port: Option<u8>,
-    /// INIT: what the peer may do to our regions ([`REMOTE_WRITE`], ...).
-    pub access: Option<u32>,
-    /// RTR: the peer's address.
-    pub av: Option<AddressVector>,
-    /// RTR: path MTU (`ibv_mtu` code).
-    pub path_mtu: Option<u32>,
-    /// RTR: the peer's QP number.
-    pub dest_qpn: Option<u32>,
-    /// RTR: the first PSN the peer sends (its send PSN).
-    pub rq_psn: Option<u32>,
-    /// RTR: READs the peer may have outstanding at us (responder resources).
-    pub max_dest_rd_atomic: Option<u8>,
-    /// RTR: RNR NAK timer code (12: 0.64 ms).
-    pub min_rnr_timer: Option<u8>,
-    /// RTS: our first PSN.
-    pub sq_psn: Option<u32>,
-    /// RTS: ACK timeout code (4.096 us x 2^timeout).
-    pub timeout: Option<u8>,
-    /// RTS: transport retries before `IBV_WC_RETRY_EXC_ERR`.
-    pub retry_cnt: Option<u8>,
-    /// RTS: RNR retries (7: forever).
-    pub rnr_retry: Option<u8>,
-    /// RTS: READs we may have outstanding (initiator depth).
-    pub max_rd_atomic: Option<u8>,
-}
+use rondo_ud::verbs::qp_attr::{
+    mtu_code, AddressVector, QpAttrs, QpState, ACCESS_LOCAL_WRITE, ACCESS_REMOTE_READ,
+    ACCESS_REMOTE_WRITE,
+};
 
 /// The settings of a run's RC QPs; defaults are perftest's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,7 +48,7 @@ impl Default for RcParams {
             port: 1,
             sgid_index: 3,
             mtu: 4096,
-            access: LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ,
+            access: ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ,
             hop_limit: 64,
             dscp: 26,
             timeout: 14,
@@ -228,16 +139,16 @@ pub fn initial_psn(qpn: u32) -> u32 {
 
 /// The three transitions that connect a new RC QP (in RESET) to `remote`, in order:
 /// INIT, RTR, RTS.
-pub fn bring_up(p: &RcParams, local_psn: u32, remote: &RcEndpoint) -> [RcAttrs; 3] {
-    let init = RcAttrs {
-        state: Some(RcState::Init),
+pub fn bring_up(p: &RcParams, local_psn: u32, remote: &RcEndpoint) -> [QpAttrs; 3] {
+    let init = QpAttrs {
+        state: Some(QpState::Init),
         pkey_index: Some(0),
         port: Some(p.port),
         access: Some(p.access),
-        ..RcAttrs::default()
+        ..QpAttrs::default()
     };
-    let rtr = RcAttrs {
-        state: Some(RcState::Rtr),
+    let rtr = QpAttrs {
+        state: Some(QpState::Rtr),
         av: Some(AddressVector {
             dgid: remote.gid,
             dlid: remote.lid,
@@ -253,16 +164,16 @@ pub fn bring_up(p: &RcParams, local_psn: u32, remote: &RcEndpoint) -> [RcAttrs; 
         rq_psn: Some(remote.psn & 0xFF_FFFF),
         max_dest_rd_atomic: Some(p.rd_atomic),
         min_rnr_timer: Some(p.min_rnr_timer),
-        ..RcAttrs::default()
+        ..QpAttrs::default()
     };
-    let rts = RcAttrs {
-        state: Some(RcState::Rts),
+    let rts = QpAttrs {
+        state: Some(QpState::Rts),
         sq_psn: Some(local_psn & 0xFF_FFFF),
         timeout: Some(p.timeout),
         retry_cnt: Some(p.retry_cnt),
         rnr_retry: Some(p.rnr_retry),
         max_rd_atomic: Some(p.rd_atomic),
-        ..RcAttrs::default()
+        ..QpAttrs::default()
     };
     [init, rtr, rts]
 }
@@ -270,6 +181,7 @@ pub fn bring_up(p: &RcParams, local_psn: u32, remote: &RcEndpoint) -> [RcAttrs; 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rondo_ud::verbs::qp_attr::mtu_bytes;
 
     fn remote() -> RcEndpoint {
         RcEndpoint {
@@ -286,12 +198,12 @@ mod tests {
         let [init, _, _] = bring_up(&RcParams::default(), 1, &remote());
         assert_eq!(
             init,
-            RcAttrs {
-                state: Some(RcState::Init),
+            QpAttrs {
+                state: Some(QpState::Init),
                 pkey_index: Some(0),
                 port: Some(1),
-                access: Some(LOCAL_WRITE | REMOTE_WRITE | REMOTE_READ),
-                ..RcAttrs::default()
+                access: Some(ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_READ),
+                ..QpAttrs::default()
             }
         );
     }
@@ -304,7 +216,7 @@ mod tests {
             ..RcParams::default()
         };
         let [_, rtr, _] = bring_up(&p, 1, &remote());
-        assert_eq!(rtr.state, Some(RcState::Rtr));
+        assert_eq!(rtr.state, Some(QpState::Rtr));
         assert_eq!(rtr.dest_qpn, Some(0xAB_CDEF));
         assert_eq!(rtr.rq_psn, Some(0x12_3456), "we expect the peer's send PSN");
         assert_eq!(rtr.path_mtu, Some(5), "IBV_MTU_4096");
@@ -330,14 +242,14 @@ mod tests {
         let [_, _, rts] = bring_up(&RcParams::default(), 0xFF12_3456, &remote());
         assert_eq!(
             rts,
-            RcAttrs {
-                state: Some(RcState::Rts),
+            QpAttrs {
+                state: Some(QpState::Rts),
                 sq_psn: Some(0x12_3456),
                 timeout: Some(14),
                 retry_cnt: Some(7),
                 rnr_retry: Some(7),
                 max_rd_atomic: Some(16),
-                ..RcAttrs::default()
+                ..QpAttrs::default()
             }
         );
     }

@@ -2,7 +2,7 @@
 //! completions it reads, and the [`RcNic`] trait that the libibverbs layer (`sys`)
 //! implements, and an in-memory RC pair implements in the tests.
 
-use super::attr::RcAttrs;
+use rondo_ud::verbs::qp_attr::QpAttrs;
 
 /// A failed verbs call, or a device that cannot run the test.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +107,7 @@ pub trait RcNic {
     /// Runs `f` on bytes `range` of buffer `b`, to fill them before a send.
     fn write(&mut self, b: usize, at: usize, len: usize, f: &mut dyn FnMut(&mut [u8]));
     /// Applies one transition's attributes to QP `q`.
-    fn modify(&mut self, q: usize, attrs: &RcAttrs) -> Result<(), RcError>;
+    fn modify(&mut self, q: usize, attrs: &QpAttrs) -> Result<(), RcError>;
     /// Posts one send work request on QP `q`.
     fn post_send(&mut self, q: usize, p: &Post) -> Result<(), RcError>;
     /// Posts one receive on QP `q` (`len` 0: no buffer, for immediates only).

@@ -8,7 +8,7 @@
 //! receive is found. QPs only send in RTS, and RTR must name the peer QP and its
 //! send PSN.
 
-use super::attr::{initial_psn, RcAttrs, RcState};
+use super::attr::initial_psn;
 use super::nic::{Completion, PortInfo, Post, RcError, RcNic, SendOp};
 use super::run::{client_on, Side};
 use super::serve::server_on;
@@ -17,6 +17,7 @@ use crate::perf::exchange::{Backend, Control, Hello, Message, Op, Report, Transp
 use crate::perf::report::Outcome;
 use crate::perf::slotted_checks as checks;
 use crate::perf::Progress;
+use rondo_ud::verbs::qp_attr::{QpAttrs, QpState};
 use std::collections::VecDeque;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
@@ -41,7 +42,7 @@ struct Waiting {
 
 #[derive(Debug, Default)]
 struct Qp {
-    state: Option<RcState>,
+    state: Option<QpState>,
     dest_qpn: Option<u32>,
     rq_psn: Option<u32>,
     recvs: VecDeque<Recv>,
@@ -219,19 +220,19 @@ impl RcNic for FakeNic {
     fn write(&mut self, b: usize, at: usize, len: usize, f: &mut dyn FnMut(&mut [u8])) {
         f(&mut self.wire.lock().unwrap().hosts[self.me].bufs[b][at..at + len]);
     }
-    fn modify(&mut self, q: usize, a: &RcAttrs) -> Result<(), RcError> {
+    fn modify(&mut self, q: usize, a: &QpAttrs) -> Result<(), RcError> {
         let mut w = self.wire.lock().unwrap();
         let qp = &mut w.hosts[self.me].qps[q];
         let next = a.state.ok_or(RcError::Invalid("no state"))?;
         let expected = match qp.state {
-            None => RcState::Init,
-            Some(RcState::Init) => RcState::Rtr,
-            Some(_) => RcState::Rts,
+            None => QpState::Init,
+            Some(QpState::Init) => QpState::Rtr,
+            Some(_) => QpState::Rts,
         };
         if next != expected {
             return Err(RcError::Invalid("out-of-order transition"));
         }
-        if next == RcState::Rtr {
+        if next == QpState::Rtr {
             qp.dest_qpn = a.dest_qpn;
             qp.rq_psn = a.rq_psn;
             let peer = qpn(1 - self.me, q);
@@ -246,7 +247,7 @@ impl RcNic for FakeNic {
     }
     fn post_send(&mut self, q: usize, p: &Post) -> Result<(), RcError> {
         let mut w = self.wire.lock().unwrap();
-        if w.hosts[self.me].qps[q].state != Some(RcState::Rts) {
+        if w.hosts[self.me].qps[q].state != Some(QpState::Rts) {
             return Err(RcError::Invalid("post_send before RTS"));
         }
         let peer = 1 - self.me;
@@ -438,20 +439,20 @@ fn the_pair_enforces_rc_rules_the_run_relies_on() {
         signaled: true,
     };
     assert!(a.post_send(q, &post).is_err(), "no post before RTS");
-    let rts = RcAttrs {
-        state: Some(RcState::Rts),
-        ..RcAttrs::default()
+    let rts = QpAttrs {
+        state: Some(QpState::Rts),
+        ..QpAttrs::default()
     };
     assert!(a.modify(q, &rts).is_err(), "RESET cannot go to RTS");
-    let rtr_wrong = RcAttrs {
-        state: Some(RcState::Rtr),
+    let rtr_wrong = QpAttrs {
+        state: Some(QpState::Rtr),
         dest_qpn: Some(1),
         rq_psn: Some(1),
-        ..RcAttrs::default()
+        ..QpAttrs::default()
     };
-    let init = RcAttrs {
-        state: Some(RcState::Init),
-        ..RcAttrs::default()
+    let init = QpAttrs {
+        state: Some(QpState::Init),
+        ..QpAttrs::default()
     };
     a.modify(q, &init).unwrap();
     assert!(a.modify(q, &rtr_wrong).is_err(), "RTR must name the peer");

@@ -27,9 +27,9 @@ use super::slotted::{self, server_polls, Counters, SlottedSide};
 use super::Progress;
 use anyhow::{bail, ensure, Context as _};
 use rondo_verbs::{
-    AccessFlags, CompletionQueue, Context, ContextAttr, FlowConfig, MemoryRegion, QpEndpoint,
-    QpInitAttr, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, UdpAttr, WcOpcode, WcStatus,
-    WorkCompletion,
+    AccessFlags, CompletionQueue, Context, ContextAttr, FlowConfig, HostProfile, MemoryRegion,
+    QpEndpoint, QpInitAttr, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, UdpAttr, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 use std::time::Duration;
 
@@ -49,15 +49,14 @@ pub(super) fn slots(h: &Hello) -> usize {
     (SLOT_BYTES / h.size).clamp(1, u64::from(h.tx_depth)) as usize
 }
 
-/// Engine settings of a run's queue pairs: on UDP the host-stack profile
-/// (`rondo_verbs::udp_flow_config`: base RTT and timer floors at the host's
-/// timescales, no pacing or probing), on the in-process fabric the paper's.
-/// The engine transport is the one the hello names.
+/// Engine settings of a run's queue pairs: the backend's host profile
+/// (`rondo_ud::profile`: base RTT and timer floors at the host's timescales, no
+/// pacing or probing) on UDP and on a NIC, the paper's on the in-process fabric.
+/// The QP sets the MTU; the engine transport is the one the hello names.
 fn flow_config(ctx: &Context, h: &Hello) -> FlowConfig {
     let cfg = match ctx.device_name() {
-        "udp" => rondo_verbs::udp_flow_config(h.paths as u16),
-        #[cfg(all(feature = "verbs", target_os = "linux"))]
-        "verbs" => rondo_verbs::verbs_flow_config(h.paths as u16, h.mtu as usize),
+        "udp" => HostProfile::HOST_STACK.flow_config(h.paths as u16),
+        "verbs" => HostProfile::NIC.flow_config(h.paths as u16),
         _ => FlowConfig::default(),
     };
     match h.transport {

@@ -1,14 +1,16 @@
-//! In-place receive (DESIGN.md, "Receive placement: in order means zero copy"):
-//! the engine [`Placement`] whose message buffers the NIC receives payloads into.
+//! In-place landing (DESIGN.md, "Receive placement: in order means zero copy"):
+//! the message buffers a NIC receives payloads into, one [`FlowLanding`] per flow.
 //!
-//! A [`LandingPlacement`] is installed on a connection; it shares a
-//! [`FlowLanding`] with the driver. The driver posts receive WRs in expected
-//! order (one packet each) with two scatter entries: GRH and Rondo header into
-//! the WR's ring slot, payload straight into a message buffer at that packet's
-//! offset: the buffer of the message being placed, and past its end the buffers
-//! of the messages expected after it (as long as the last one, allocated ahead
-//! and taken over when such a message begins; dropped when one of another length
-//! comes). The buffers belong to the datapath, not to the engine, because a
+//! A datapath posts receive WRs in expected order (one packet each) with two
+//! scatter entries: its headers into the WR's ring slot, the payload straight into
+//! a message buffer at that packet's offset ([`FlowLanding::next_post`]): the
+//! buffer of the message being placed, and past its end the buffers of the
+//! messages expected after it (as long as the last one, allocated ahead and taken
+//! over when such a message begins; dropped when one of another length comes).
+//! The engine side places the flow's messages through the same state
+//! ([`FlowLanding::begin`], [`FlowLanding::target`], [`FlowLanding::place`],
+//! [`FlowLanding::commit`], [`FlowLanding::finish`]: what an engine placement
+//! forwards). The buffers belong to the landing, not to the engine, because a
 //! posted WR cannot be taken back:
 //! - bytes the engine places where a WR is still posted are held aside (a
 //!   deferred write) and written when that WR completes, so a datagram landing in
@@ -18,13 +20,14 @@
 //!   otherwise the buffer itself becomes the message (no copy);
 //! - what lands in a WR is written by the engine into the place only after the
 //!   engine checked it (PSN, flow, token, message, offset): a datagram whose header
-//!   names another PSN or flow is copied out of the WR's place and handed over like
-//!   any datagram, so it never reaches a place it does not own.
-#![allow(unsafe_code)] // message buffers the NIC writes into; each block says why it is sound
+//!   names another PSN or flow is copied out of the WR's place
+//!   ([`FlowLanding::read_landed`]) and handed over like any datagram, so it never
+//!   reaches a place it does not own.
 
-use rondo_proto::placement::Placement;
+mod buf;
+
+use buf::LandingBuf;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Largest up-front copy buffer for a message received by copy.
 const MAX_PREALLOC: u64 = 64 << 20;
@@ -60,145 +63,6 @@ impl LandingCounters {
     }
 }
 
-/// A message buffer: `len` bytes in an allocation of whole packets.
-#[derive(Debug)]
-pub(crate) struct LandingBuf {
-    ptr: *mut u8,
-    len: usize,
-    cap: usize,
-    ppp: usize,
-    /// The message; `None` while allocated ahead.
-    msg_id: Option<u64>,
-    /// Bytes placed in order (the engine's progress).
-    placed: u64,
-    /// End of the furthest packet of this message seen arriving (the next one
-    /// in order starts there).
-    seen_end: u64,
-    /// Per packet: a WR is posted there (never two: see `FlowLanding::next_post`).
-    posted: Vec<bool>,
-    posted_count: usize,
-    /// Deferred writes: offset -> bytes.
-    pending: HashMap<u64, Vec<u8>>,
-    /// Delivered or abandoned by the engine.
-    finished: bool,
-}
-
-// SAFETY: the buffer owns its allocation (a leaked Vec<u8>); it is only reached
-// through the mutex of its FlowLanding, or by the NIC through posted WRs.
-unsafe impl Send for LandingBuf {}
-
-impl LandingBuf {
-    fn new(msg_id: Option<u64>, len: usize, ppp: usize) -> LandingBuf {
-        let packets = len.div_ceil(ppp).max(1);
-        let mut v = std::mem::ManuallyDrop::new(vec![0u8; packets * ppp]);
-        LandingBuf {
-            ptr: v.as_mut_ptr(),
-            len,
-            cap: v.capacity(),
-            ppp,
-            msg_id,
-            placed: 0,
-            seen_end: 0,
-            posted: vec![false; packets],
-            posted_count: 0,
-            pending: HashMap::new(),
-            finished: false,
-        }
-    }
-
-    fn packets(&self) -> usize {
-        self.posted.len()
-    }
-
-    /// Bytes `offset..offset + len` (within the allocation), to write.
-    fn bytes_mut(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
-        let start = usize::try_from(offset).ok()?;
-        if start.checked_add(len)? > self.cap {
-            return None;
-        }
-        // SAFETY: in bounds of the allocation (checked); callers check that no
-        // WR is posted over these bytes, so nothing else writes them.
-        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(start), len) })
-    }
-
-    /// True when a WR is posted over any of bytes `offset..offset + len`.
-    fn overlaps_posted(&self, offset: u64, len: usize) -> bool {
-        let ppp = self.ppp as u64;
-        let first = offset / ppp;
-        let last = (offset + len.max(1) as u64 - 1) / ppp;
-        (first..=last).any(|i| self.posted.get(i as usize).copied().unwrap_or(false))
-    }
-
-    fn set_posted(&mut self, offset: u64, on: bool) {
-        if let Some(p) = self.posted.get_mut((offset / self.ppp as u64) as usize) {
-            if *p != on {
-                *p = on;
-                if on {
-                    self.posted_count += 1;
-                } else {
-                    self.posted_count -= 1;
-                }
-            }
-        }
-    }
-
-    /// Makes the deferred writes whose bytes no WR covers any more.
-    fn flush_pending(&mut self) {
-        let ready: Vec<u64> = self
-            .pending
-            .iter()
-            .filter(|(&o, b)| !self.overlaps_posted(o, b.len()))
-            .map(|(&o, _)| o)
-            .collect();
-        for o in ready {
-            if let Some(bytes) = self.pending.remove(&o) {
-                if let Some(dst) = self.bytes_mut(o, bytes.len()) {
-                    dst.copy_from_slice(&bytes);
-                }
-            }
-        }
-    }
-
-    /// The message, as a Vec: the buffer itself when no WR is posted into it
-    /// (consumes the allocation), a copy otherwise (which never reads bytes a
-    /// WR may be writing).
-    fn take(&mut self) -> (Vec<u8>, bool) {
-        if self.posted_count == 0 {
-            let (ptr, len, cap) = (self.ptr, self.len, self.cap);
-            self.ptr = std::ptr::null_mut();
-            // SAFETY: ptr/cap are the parts of a Vec<u8> leaked in `new`, all
-            // initialised (zeroed), and `ptr` is cleared so it is not freed twice.
-            return (unsafe { Vec::from_raw_parts(ptr, len, cap) }, true);
-        }
-        let ppp = self.ppp;
-        let mut out = vec![0u8; self.len];
-        for (i, chunk) in out.chunks_mut(ppp).enumerate() {
-            if !self.posted[i] {
-                if let Some(b) = self.bytes_mut((i * ppp) as u64, chunk.len()) {
-                    chunk.copy_from_slice(b);
-                }
-            }
-        }
-        for (&o, bytes) in &self.pending {
-            let o = o as usize;
-            let n = bytes.len().min(self.len.saturating_sub(o));
-            out[o..o + n].copy_from_slice(&bytes[..n]);
-        }
-        (out, false)
-    }
-}
-
-impl Drop for LandingBuf {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: the parts of the Vec leaked in `new`, freed once; a buffer is
-            // dropped only when no WR is posted into it (FlowLanding::reclaim) or
-            // the QP is gone.
-            drop(unsafe { Vec::from_raw_parts(self.ptr, self.len, self.cap) });
-        }
-    }
-}
-
 #[derive(Debug)]
 enum Current {
     None,
@@ -206,9 +70,9 @@ enum Current {
     Buf(u64),
 }
 
-/// One WR's payload target, for the driver to post.
+/// One WR's payload target, for the datapath to post.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PostTarget {
+pub struct PostTarget {
     /// The buffer.
     pub buf: u64,
     /// Offset of the packet in the message.
@@ -223,11 +87,13 @@ pub(crate) struct PostTarget {
     pub len: usize,
 }
 
-/// The state a flow's [`LandingPlacement`] shares with the driver.
+/// The landing of one flow: its message buffers, which WRs are posted into them,
+/// and the message the engine is placing. A datapath shares it (behind a lock)
+/// between its engine placement and its receive path.
 #[derive(Debug)]
-pub(crate) struct FlowLanding {
+pub struct FlowLanding {
     /// Payload bytes of a full data packet.
-    pub ppp: usize,
+    ppp: usize,
     /// Messages of `min_len..=limit` bytes are received in place.
     min_len: u64,
     limit: u64,
@@ -238,12 +104,15 @@ pub(crate) struct FlowLanding {
     /// (the last in-place message's).
     ahead: VecDeque<u64>,
     ahead_len: Option<usize>,
-    /// Buffers no longer used, waiting for the driver to deregister them.
+    /// Buffers no longer used, waiting for the datapath to deregister them.
     released: Vec<u64>,
+    /// What happened to the flow's messages so far.
     pub counters: LandingCounters,
 }
 
 impl FlowLanding {
+    /// The landing of a flow whose full data packets carry `ppp` payload bytes;
+    /// messages of `min_len..=limit` bytes are received in place, others by copy.
     pub fn new(ppp: usize, min_len: u64, limit: u64) -> FlowLanding {
         FlowLanding {
             ppp: ppp.max(1),
@@ -313,8 +182,8 @@ impl FlowLanding {
             return None;
         }
         b.set_posted(offset, true);
-        // SAFETY: index < packets, so offset + ppp <= cap.
-        let ptr = unsafe { b.ptr.add(index * ppp) };
+        // index < packets, so offset + ppp <= cap: inside the allocation.
+        let ptr = b.ptr.wrapping_add(index * ppp);
         Some(PostTarget {
             buf: id,
             offset,
@@ -394,7 +263,6 @@ impl FlowLanding {
     }
 
     /// Bytes placed of the message being placed in place.
-    #[cfg(test)]
     pub fn placed(&self) -> Option<u64> {
         match self.current {
             Current::Buf(id) => self.bufs.get(&id).map(|b| b.placed),
@@ -403,7 +271,6 @@ impl FlowLanding {
     }
 
     /// WRs posted into buffers of this flow.
-    #[cfg(test)]
     pub fn posted(&self) -> usize {
         self.bufs.values().map(|b| b.posted_count).sum()
     }
@@ -453,71 +320,53 @@ impl FlowLanding {
     }
 }
 
-/// The engine-side half: a [`Placement`] over a [`FlowLanding`].
-#[derive(Debug)]
-pub(crate) struct LandingPlacement {
-    pub state: Arc<Mutex<FlowLanding>>,
-}
-
-pub(crate) fn lock(state: &Mutex<FlowLanding>) -> MutexGuard<'_, FlowLanding> {
-    // A panic while holding it leaves plain data behind; keep going.
-    state.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-impl Drop for LandingPlacement {
-    fn drop(&mut self) {
-        // Replaced or its connection gone: no more WRs into its messages.
-        let mut s = lock(&self.state);
-        s.abandon_current();
-        s.drop_ahead();
-        s.ahead_len = None;
-    }
-}
-
-impl Placement for LandingPlacement {
-    fn begin(&mut self, msg_id: u64, msg_len: u64) -> bool {
-        let mut s = lock(&self.state);
-        s.abandon_current();
+/// The engine's side: what a placement of the flow's messages forwards (the
+/// engine's `Placement` trait, method for method).
+impl FlowLanding {
+    /// A message of `msg_len` bytes begins (the one before it, unfinished, is
+    /// abandoned): in place when its length is in range, by copy otherwise.
+    /// Always accepts it.
+    pub fn begin(&mut self, msg_id: u64, msg_len: u64) -> bool {
+        self.abandon_current();
         match usize::try_from(msg_len) {
-            Ok(len) if (s.min_len..=s.limit).contains(&msg_len) => s.begin_in_place(msg_id, len),
+            Ok(len) if (self.min_len..=self.limit).contains(&msg_len) => {
+                self.begin_in_place(msg_id, len)
+            }
             _ => {
-                s.drop_ahead();
-                s.ahead_len = None;
-                s.counters.copied_messages += 1;
-                s.current = Current::Copy(Vec::with_capacity(msg_len.min(MAX_PREALLOC) as usize));
+                self.drop_ahead();
+                self.ahead_len = None;
+                self.counters.copied_messages += 1;
+                self.current =
+                    Current::Copy(Vec::with_capacity(msg_len.min(MAX_PREALLOC) as usize));
             }
         }
         true
     }
 
-    fn target(&mut self, offset: u64, len: usize) -> Option<&mut [u8]> {
-        let mut s = lock(&self.state);
-        let Current::Buf(id) = s.current else {
+    /// Where bytes `offset..offset + len` of the message being placed in place go,
+    /// for the engine to write them itself; `None` where a WR is posted over them
+    /// (the NIC may still write there), past the message's end, or for a message
+    /// received by copy. The pointer is valid for `len` bytes of writes until the
+    /// next call of `begin`, `finish` or `close`, while no WR is posted over them.
+    pub fn target(&mut self, offset: u64, len: usize) -> Option<*mut u8> {
+        let Current::Buf(id) = self.current else {
             return None;
         };
-        let b = s.bufs.get_mut(&id)?;
+        let b = self.bufs.get_mut(&id)?;
         if b.overlaps_posted(offset, len) || offset.checked_add(len as u64)? > b.len as u64 {
-            return None; // the NIC may still write there
+            return None;
         }
-        let ptr = b.bytes_mut(offset, len)?.as_mut_ptr();
-        drop(s);
-        // SAFETY: in bounds of the current message's buffer, with no WR posted
-        // there. The buffer stays allocated while it is current (only released
-        // buffers are freed, and it is released by `finish` or `begin`, which
-        // need `&mut self` and so end this borrow first); the driver, which posts
-        // WRs, does not run while the engine holds this borrow (it calls the
-        // engine and waits for it).
-        Some(unsafe { std::slice::from_raw_parts_mut(ptr, len) })
+        Some(b.bytes_mut(offset, len)?.as_mut_ptr())
     }
 
-    fn place(&mut self, offset: u64, payload: &[u8]) {
-        let mut s = lock(&self.state);
-        let s = &mut *s;
-        match &mut s.current {
+    /// Copies `payload`, the message's bytes at `offset` in order, to its place
+    /// (held aside until the WR posted there completes, if there is one).
+    pub fn place(&mut self, offset: u64, payload: &[u8]) {
+        match &mut self.current {
             Current::None => {}
             Current::Copy(v) => v.extend_from_slice(payload),
             Current::Buf(id) => {
-                let Some(b) = s.bufs.get_mut(id) else {
+                let Some(b) = self.bufs.get_mut(id) else {
                     return;
                 };
                 if offset + payload.len() as u64 > b.len as u64 {
@@ -525,7 +374,7 @@ impl Placement for LandingPlacement {
                 }
                 if b.overlaps_posted(offset, payload.len()) {
                     b.pending.insert(offset, payload.to_vec());
-                    s.counters.deferred_writes += 1;
+                    self.counters.deferred_writes += 1;
                 } else if let Some(dst) = b.bytes_mut(offset, payload.len()) {
                     dst.copy_from_slice(payload);
                 }
@@ -534,40 +383,48 @@ impl Placement for LandingPlacement {
         }
     }
 
-    fn commit(&mut self, offset: u64, len: usize) {
-        let mut s = lock(&self.state);
-        let Current::Buf(id) = s.current else {
+    /// `len` bytes at `offset` are at their place already (received there, or
+    /// written through [`FlowLanding::target`]).
+    pub fn commit(&mut self, offset: u64, len: usize) {
+        let Current::Buf(id) = self.current else {
             return;
         };
-        if let Some(b) = s.bufs.get_mut(&id) {
+        if let Some(b) = self.bufs.get_mut(&id) {
             b.placed = offset + len as u64;
         }
     }
 
-    fn finish(&mut self) -> Vec<u8> {
-        let mut s = lock(&self.state);
-        let s = &mut *s;
-        match std::mem::replace(&mut s.current, Current::None) {
+    /// The message is complete: its bytes, the buffer itself when no WR is posted
+    /// into it (no copy; its registration is released), a copy otherwise.
+    pub fn finish(&mut self) -> Vec<u8> {
+        match std::mem::replace(&mut self.current, Current::None) {
             Current::None => Vec::new(),
             Current::Copy(v) => v,
             Current::Buf(id) => {
-                let Some(b) = s.bufs.get_mut(&id) else {
+                let Some(b) = self.bufs.get_mut(&id) else {
                     return Vec::new();
                 };
                 b.finished = true;
                 let (v, whole) = b.take();
                 if whole {
-                    s.counters.zero_copy_messages += 1;
-                    s.released.push(id); // the registration goes; the memory is the Vec's now
+                    self.counters.zero_copy_messages += 1;
+                    self.released.push(id); // the registration goes; the memory is the Vec's now
                 } else {
-                    s.counters.finish_copies += 1;
+                    self.counters.finish_copies += 1;
                 }
                 v
             }
         }
     }
+
+    /// The flow's placement is gone (replaced, or its connection closed): no more
+    /// WRs into its messages; buffers are released as their WRs complete.
+    pub fn close(&mut self) {
+        self.abandon_current();
+        self.drop_ahead();
+        self.ahead_len = None;
+    }
 }
 
 #[cfg(test)]
-#[path = "landing_tests.rs"]
 mod tests;
