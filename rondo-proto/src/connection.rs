@@ -246,6 +246,11 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Events are queued.
+    pub(crate) fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Per-path sender measurements (status, RTT, forward delay, inflight, counters).
     pub fn paths(&self) -> &[PathState] {
         &self.sender.core.paths

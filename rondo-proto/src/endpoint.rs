@@ -1,5 +1,12 @@
 //! An endpoint: one host's NIC-level state, the shared reorder buffer and the
 //! connections that use it, with datagram demultiplexing by flow id.
+//!
+//! The work per event does not grow with the number of connections ([`schedule`]):
+//! `poll_transmit` asks only the connections whose deadline has come, in the same
+//! round-robin order as a scan of all of them would, `handle_timeout` runs only the
+//! due ones, and `poll_timeout` reads the earliest deadline.
+
+mod schedule;
 
 use crate::config::{ConfigError, FlowConfig};
 use crate::connection::Connection;
@@ -11,6 +18,7 @@ use crate::stats::EndpointStats;
 use crate::time::Instant;
 use crate::transmit::{Host, PayloadRef, Transmit};
 use crate::wire::{self, WireError};
+use schedule::Schedule;
 use std::collections::HashMap;
 use thiserror::Error;
 
@@ -65,6 +73,12 @@ pub struct Endpoint {
     by_flow: HashMap<u32, usize>,
     next_poll: usize,
     stats: EndpointStats,
+    schedule: Schedule,
+    /// Connections handed out by [`Endpoint::connection_mut`]: their deadlines are
+    /// read again before the next call that uses the schedule.
+    dirty: Vec<usize>,
+    /// Scratch: the due connections of one `handle_timeout`.
+    due: Vec<usize>,
 }
 
 impl Endpoint {
@@ -78,6 +92,9 @@ impl Endpoint {
             by_flow: HashMap::new(),
             next_poll: 0,
             stats: EndpointStats::default(),
+            schedule: Schedule::default(),
+            dirty: Vec::new(),
+            due: Vec::new(),
         }
     }
 
@@ -101,8 +118,11 @@ impl Endpoint {
         let rx = self.buffer.add_flow(reorder::Psn(cfg.initial_psn));
         let conn = Connection::new(now, local_flow, remote_flow, cfg, rx)?;
         self.conns.push(conn);
-        self.by_flow.insert(local_flow, self.conns.len() - 1);
-        Ok(ConnectionHandle(self.conns.len() - 1))
+        self.schedule.push();
+        let i = self.conns.len() - 1;
+        self.by_flow.insert(local_flow, i);
+        self.touch(i);
+        Ok(ConnectionHandle(i))
     }
 
     /// The connection behind a handle.
@@ -112,6 +132,7 @@ impl Endpoint {
 
     /// The connection behind a handle, mutable.
     pub fn connection_mut(&mut self, h: ConnectionHandle) -> &mut Connection {
+        self.dirty.push(h.0);
         &mut self.conns[h.0]
     }
 
@@ -129,7 +150,10 @@ impl Endpoint {
         msg_id: u64,
         data: impl Into<Message>,
     ) -> Result<(), PostError> {
-        self.conns[h.0].post(now, msg_id, data)
+        self.flush();
+        let r = self.conns[h.0].post(now, msg_id, data);
+        self.touch(h.0);
+        r
     }
 
     /// Replaces the receive placement of a connection (DESIGN.md "Receive
@@ -138,11 +162,26 @@ impl Endpoint {
     /// (counted as inconsistent).
     pub fn set_placement(&mut self, h: ConnectionHandle, placement: Box<dyn Placement>) {
         self.conns[h.0].set_placement(placement);
+        self.touch(h.0);
     }
 
     /// The next event of a connection.
     pub fn poll_event(&mut self, h: ConnectionHandle) -> Option<Event> {
         self.conns[h.0].poll_event()
+    }
+
+    /// A connection that has queued events since it was last returned here, oldest
+    /// first: a driver with many connections drains only these instead of asking
+    /// every connection for events. (A connection drained meanwhile through
+    /// [`Endpoint::poll_event`] is skipped.)
+    pub fn next_with_events(&mut self) -> Option<ConnectionHandle> {
+        self.flush();
+        while let Some(i) = self.schedule.pop_with_events() {
+            if self.conns[i].has_events() {
+                return Some(ConnectionHandle(i));
+            }
+        }
+        None
     }
 
     /// The shared reorder buffer (occupancy, NIC-level OOD, arena).
@@ -176,6 +215,7 @@ impl Endpoint {
         let i = self.check_flow(&repr, datagram)?;
         let _ = path; // the header's path id is authoritative; the datapath's is advisory
         self.conns[i].handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce);
+        self.touch(i);
         Ok(())
     }
 }
@@ -188,6 +228,7 @@ impl Endpoint {
     /// over with [`Endpoint::receive_in_place`].
     pub fn expected_target(&mut self, h: ConnectionHandle) -> Option<(crate::Psn, &mut [u8])> {
         let conn = self.conns.get_mut(h.0)?;
+        self.dirty.push(h.0);
         conn.in_place_target(&self.buffer)
     }
 
@@ -216,11 +257,13 @@ impl Endpoint {
         };
         let i = self.check_flow(&repr, header)?;
         self.conns[i].handle_in_place(now, &mut self.buffer, &repr, ecn_ce);
+        self.touch(i);
         Ok(())
     }
 
     /// The connection index of a parsed datagram, after the flow and token checks.
     fn check_flow(&mut self, repr: &wire::Repr, header: &[u8]) -> Result<usize, DatagramError> {
+        self.flush();
         let flow = repr.common.flow;
         // One connection is the common case: skip the hash.
         let found = match self.conns.as_slice() {
@@ -244,33 +287,82 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Reads connection `i`'s deadline and events again after something changed it.
+    fn touch(&mut self, i: usize) {
+        let c = &self.conns[i];
+        self.schedule.set(i, c.poll_timeout());
+        if c.has_events() {
+            self.schedule.note_events(i);
+        }
+    }
+
+    /// Touches the connections handed out mutably since the last call.
+    fn flush(&mut self) {
+        while let Some(i) = self.dirty.pop() {
+            self.touch(i);
+        }
+    }
+
+    /// The first connection, in round-robin order from `next_poll`, for which
+    /// `send` returns something. Only connections whose deadline has come are
+    /// asked: one whose deadline is later has nothing to send (its deadline is
+    /// when it will have), so the result is that of asking every connection.
+    fn poll_ready<T>(
+        &mut self,
+        now: Instant,
+        mut send: impl FnMut(&mut Connection, usize) -> Option<T>,
+    ) -> Option<T> {
+        self.flush();
+        self.schedule.advance(now);
+        let n = self.conns.len();
+        let start = self.next_poll;
+        // First the connections at and after `start`, then those before it.
+        for (mut from, to) in [(start, n), (0, start)] {
+            while let Some(i) = self.schedule.next_ready(from, to) {
+                from = i + 1;
+                if self.schedule.deadline(i).is_none_or(|t| t > now) {
+                    continue; // ready for a later `now` than this one
+                }
+                let out = send(&mut self.conns[i], i);
+                self.touch(i);
+                if out.is_some() {
+                    self.next_poll = (i + 1) % n;
+                    return out;
+                }
+            }
+        }
+        None
+    }
+}
+
 impl Host for Endpoint {
     fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
         let _ = self.receive(now, path, data, ecn_ce);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        for c in &mut self.conns {
-            if c.poll_timeout().is_some_and(|t| t <= now) {
-                c.handle_timeout(now);
-            }
+        self.flush();
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        self.schedule.due(now, &mut due);
+        for &i in &due {
+            self.conns[i].handle_timeout(now);
+            self.touch(i);
         }
+        self.due = due;
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let n = self.conns.len();
-        for k in 0..n {
-            let i = (self.next_poll + k) % n;
-            if let Some(t) = self.conns[i].poll_transmit(now, buf) {
-                self.next_poll = (i + 1) % n;
-                return Some(t);
-            }
-        }
-        None
+        self.poll_ready(now, |c, _| c.poll_transmit(now, buf))
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.conns.iter().filter_map(|c| c.poll_timeout()).min()
+        let pending = self
+            .dirty
+            .iter()
+            .filter_map(|&i| self.conns[i].poll_timeout());
+        self.schedule.earliest().into_iter().chain(pending).min()
     }
 
     fn poll_transmit_split(
@@ -278,21 +370,16 @@ impl Host for Endpoint {
         now: Instant,
         buf: &mut [u8],
     ) -> Option<(Transmit, Option<PayloadRef>)> {
-        let n = self.conns.len();
-        for k in 0..n {
-            let i = (self.next_poll + k) % n;
-            if let Some((t, at)) = self.conns[i].poll_transmit_split(now, buf) {
-                self.next_poll = (i + 1) % n;
-                let r = at.map(|(key, offset, len)| PayloadRef {
-                    source: i as u32,
-                    key,
-                    offset,
-                    len,
-                });
-                return Some((t, r));
-            }
-        }
-        None
+        self.poll_ready(now, |c, i| {
+            let (t, at) = c.poll_transmit_split(now, buf)?;
+            let r = at.map(|(key, offset, len)| PayloadRef {
+                source: i as u32,
+                key,
+                offset,
+                len,
+            });
+            Some((t, r))
+        })
     }
 
     fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {

@@ -488,10 +488,20 @@ impl Simulator {
         // The endpoint runs the connections whose timers are due (none when the
         // timer moved later since it was scheduled).
         h.ep.handle_timeout(now);
-        for i in 0..self.hosts[host as usize].conns.len() {
-            let local = self.hosts[host as usize].conns[i];
+        // Only the connections with events need draining; in handle order, as a
+        // pass over all of them would.
+        let mut ready = std::mem::take(&mut self.with_events);
+        ready.clear();
+        let ep = &mut self.hosts[host as usize].ep;
+        while let Some(c) = ep.next_with_events() {
+            ready.push(c);
+        }
+        ready.sort_unstable_by_key(|c| c.0);
+        for &c in &ready {
+            let local = self.hosts[host as usize].ep.connection(c).local_flow();
             self.drain(local);
         }
+        self.with_events = ready;
         self.service(host);
     }
 }

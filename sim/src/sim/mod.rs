@@ -170,6 +170,8 @@ pub struct Simulator {
     /// reorder-buffer drops.
     engine_at_warmup: (u64, u64),
     deliveries: Option<Vec<Delivery>>,
+    /// Scratch: the connections of one host with events to drain.
+    with_events: Vec<rondo_proto::ConnectionHandle>,
 }
 
 impl Simulator {
@@ -248,6 +250,7 @@ impl Simulator {
             long_running: 0,
             engine_at_warmup: (0, 0),
             deliveries: None,
+            with_events: Vec::new(),
         })
     }
 
