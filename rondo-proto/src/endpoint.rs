@@ -9,7 +9,7 @@
 mod schedule;
 
 use crate::config::{ConfigError, FlowConfig};
-use crate::connection::Connection;
+use crate::connection::{Closed, Connection, ConnectionSummary};
 use crate::event::{Event, PostError};
 use crate::message::{Message, PayloadBytes};
 use crate::placement::Placement;
@@ -65,11 +65,51 @@ pub enum DatagramError {
     },
 }
 
+/// A connection's place in its endpoint: open, or closed and reduced to a
+/// tombstone that answers late duplicates.
+#[derive(Debug)]
+enum Slot {
+    Open(Box<Connection>),
+    Closed(Closed),
+    /// Forgotten: nothing is left.
+    Vacant,
+}
+
+impl Slot {
+    fn open(&self) -> Option<&Connection> {
+        match self {
+            _ => None,
+        }
+    }
+
+    fn open_mut(&mut self) -> Option<&mut Connection> {
+        match self {
+            _ => None,
+        }
+    }
+
+    fn token(&self) -> Option<u64> {
+        match self {
+            Slot::Open(c) => c.token(),
+            Slot::Closed(c) => c.token(),
+            Slot::Vacant => None,
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Slot::Open(c) => c.poll_timeout(),
+            Slot::Closed(c) => c.poll_timeout(),
+            Slot::Vacant => None,
+        }
+    }
+}
+
 /// One host's Rondo endpoint.
 #[derive(Debug)]
 pub struct Endpoint {
     buffer: SharedBuffer,
-    conns: Vec<Connection>,
+    conns: Vec<Slot>,
     by_flow: HashMap<u32, usize>,
     next_poll: usize,
     stats: EndpointStats,
@@ -117,7 +157,7 @@ impl Endpoint {
         }
         let rx = self.buffer.add_flow(reorder::Psn(cfg.initial_psn));
         let conn = Connection::new(now, local_flow, remote_flow, cfg, rx)?;
-        self.conns.push(conn);
+        self.conns.push(Slot::Open(Box::new(conn)));
         self.schedule.push();
         let i = self.conns.len() - 1;
         self.by_flow.insert(local_flow, i);
@@ -126,19 +166,72 @@ impl Endpoint {
     }
 
     /// The connection behind a handle.
+    ///
+    /// Panics when the handle is not one of this endpoint's open connections
+    /// (closed, or from another endpoint); [`Endpoint::get`] does not.
     pub fn connection(&self, h: ConnectionHandle) -> &Connection {
-        &self.conns[h.0]
+        self.get(h)
+            .expect("a handle of an open connection of this endpoint")
     }
 
-    /// The connection behind a handle, mutable.
+    /// The connection behind a handle, mutable. Panics as [`Endpoint::connection`].
     pub fn connection_mut(&mut self, h: ConnectionHandle) -> &mut Connection {
-        self.dirty.push(h.0);
-        &mut self.conns[h.0]
+        self.get_mut(h)
+            .expect("a handle of an open connection of this endpoint")
     }
 
-    /// Every connection, in handle order.
-    pub fn connections(&self) -> &[Connection] {
-        &self.conns
+    /// The connection behind a handle, `None` when it is closed or unknown.
+    pub fn get(&self, h: ConnectionHandle) -> Option<&Connection> {
+        self.conns.get(h.0)?.open()
+    }
+
+    /// The connection behind a handle, mutable; `None` when it is closed or unknown.
+    pub fn get_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
+        let c = self.conns.get_mut(h.0)?.open_mut()?;
+        self.dirty.push(h.0);
+        Some(c)
+    }
+
+    /// Every open connection, in handle order.
+    pub fn connections(&self) -> impl Iterator<Item = &Connection> + '_ {
+        self.conns.iter().filter_map(Slot::open)
+    }
+
+    /// Closes connection `h` (issue 10: a finished connection frees its state):
+    /// its sender and receiver state, and its flow in the reorder buffer, are
+    /// freed, and its final counters returned. A small tombstone stays under its
+    /// flow id: a retransmitted duplicate or a probe that arrives later is answered
+    /// as the receiver would have (a sender whose last ACKs were lost still
+    /// completes); new data, ACKs and NAKs for it are dropped and counted as
+    /// `unknown_flow`. Close a connection whose messages are all acknowledged and
+    /// received: what is still in flight is dropped. `None` when `h` is not open.
+    ///
+    /// [`Endpoint::forget`] removes the tombstone too.
+    pub fn close(&mut self, h: ConnectionHandle) -> Option<ConnectionSummary> {
+        self.flush();
+        let slot = self.conns.get_mut(h.0)?;
+        slot.open()?;
+        let Slot::Open(conn) = std::mem::replace(slot, Slot::Vacant) else {
+            return None;
+        };
+        let (closed, summary) = conn.close(&mut self.buffer);
+        self.conns[h.0] = Slot::Closed(closed);
+        self.touch(h.0);
+        Some(summary)
+    }
+
+    /// Removes what is left of a closed connection (its tombstone): datagrams for
+    /// its flow id are unknown from now on, and the id can be connected again.
+    /// False when `h` is not a closed connection of this endpoint.
+    pub fn forget(&mut self, h: ConnectionHandle) -> bool {
+        let Some(Slot::Closed(c)) = self.conns.get(h.0) else {
+            return false;
+        };
+        let flow = c.local_flow();
+        self.by_flow.remove(&flow);
+        self.conns[h.0] = Slot::Vacant;
+        self.schedule.set(h.0, None);
+        true
     }
 
     /// Queues a message on a connection: owned bytes (`Vec<u8>`) or a [`Message`]
@@ -151,7 +244,10 @@ impl Endpoint {
         data: impl Into<Message>,
     ) -> Result<(), PostError> {
         self.flush();
-        let r = self.conns[h.0].post(now, msg_id, data);
+        let Some(c) = self.conns.get_mut(h.0).and_then(Slot::open_mut) else {
+            return Err(PostError::Closed);
+        };
+        let r = c.post(now, msg_id, data);
         self.touch(h.0);
         r
     }
@@ -161,13 +257,15 @@ impl Endpoint {
     /// between messages; a message being placed when it changes is lost
     /// (counted as inconsistent).
     pub fn set_placement(&mut self, h: ConnectionHandle, placement: Box<dyn Placement>) {
-        self.conns[h.0].set_placement(placement);
-        self.touch(h.0);
+        if let Some(c) = self.conns.get_mut(h.0).and_then(Slot::open_mut) {
+            c.set_placement(placement);
+            self.touch(h.0);
+        }
     }
 
-    /// The next event of a connection.
+    /// The next event of a connection (`None` once it is closed).
     pub fn poll_event(&mut self, h: ConnectionHandle) -> Option<Event> {
-        self.conns[h.0].poll_event()
+        self.conns.get_mut(h.0)?.open_mut()?.poll_event()
     }
 
     /// A connection that has queued events since it was last returned here, oldest
@@ -177,7 +275,7 @@ impl Endpoint {
     pub fn next_with_events(&mut self) -> Option<ConnectionHandle> {
         self.flush();
         while let Some(i) = self.schedule.pop_with_events() {
-            if self.conns[i].has_events() {
+            if self.conns[i].open().is_some_and(Connection::has_events) {
                 return Some(ConnectionHandle(i));
             }
         }
@@ -214,7 +312,15 @@ impl Endpoint {
         };
         let i = self.check_flow(&repr, datagram)?;
         let _ = path; // the header's path id is authoritative; the datapath's is advisory
-        self.conns[i].handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce);
+        match &mut self.conns[i] {
+            Slot::Open(c) => c.handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce),
+            Slot::Closed(c) => {
+                if !c.handle_repr(now, &repr, ecn_ce) {
+                    self.stats.unknown_flow += 1;
+                }
+            }
+            Slot::Vacant => {}
+        }
         self.touch(i);
         Ok(())
     }
@@ -227,7 +333,7 @@ impl Endpoint {
     /// with its header in a header buffer and its payload in this slice, then hand it
     /// over with [`Endpoint::receive_in_place`].
     pub fn expected_target(&mut self, h: ConnectionHandle) -> Option<(crate::Psn, &mut [u8])> {
-        let conn = self.conns.get_mut(h.0)?;
+        let conn = self.conns.get_mut(h.0)?.open_mut()?;
         self.dirty.push(h.0);
         conn.in_place_target(&self.buffer)
     }
@@ -256,7 +362,15 @@ impl Endpoint {
             }
         };
         let i = self.check_flow(&repr, header)?;
-        self.conns[i].handle_in_place(now, &mut self.buffer, &repr, ecn_ce);
+        match &mut self.conns[i] {
+            Slot::Open(c) => c.handle_in_place(now, &mut self.buffer, &repr, ecn_ce),
+            Slot::Closed(c) => {
+                if !c.handle_repr(now, &repr, ecn_ce) {
+                    self.stats.unknown_flow += 1;
+                }
+            }
+            Slot::Vacant => {}
+        }
         self.touch(i);
         Ok(())
     }
@@ -267,7 +381,7 @@ impl Endpoint {
         let flow = repr.common.flow;
         // One connection is the common case: skip the hash.
         let found = match self.conns.as_slice() {
-            [only] if only.local_flow() == flow => Some(0),
+            [Slot::Open(only)] if only.local_flow() == flow => Some(0),
             _ => self.by_flow.get(&flow).copied(),
         };
         let Some(i) = found else {
@@ -292,7 +406,7 @@ impl Endpoint {
     fn touch(&mut self, i: usize) {
         let c = &self.conns[i];
         self.schedule.set(i, c.poll_timeout());
-        if c.has_events() {
+        if c.open().is_some_and(Connection::has_events) {
             self.schedule.note_events(i);
         }
     }
@@ -311,7 +425,7 @@ impl Endpoint {
     fn poll_ready<T>(
         &mut self,
         now: Instant,
-        mut send: impl FnMut(&mut Connection, usize) -> Option<T>,
+        mut send: impl FnMut(&mut Slot, usize) -> Option<T>,
     ) -> Option<T> {
         self.flush();
         self.schedule.advance(now);
@@ -347,14 +461,20 @@ impl Host for Endpoint {
         due.clear();
         self.schedule.due(now, &mut due);
         for &i in &due {
-            self.conns[i].handle_timeout(now);
+            if let Slot::Open(c) = &mut self.conns[i] {
+                c.handle_timeout(now);
+            }
             self.touch(i);
         }
         self.due = due;
     }
 
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        self.poll_ready(now, |c, _| c.poll_transmit(now, buf))
+        self.poll_ready(now, |slot, _| match slot {
+            Slot::Open(c) => c.poll_transmit(now, buf),
+            Slot::Closed(c) => c.poll_transmit(buf),
+            Slot::Vacant => None,
+        })
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -370,8 +490,12 @@ impl Host for Endpoint {
         now: Instant,
         buf: &mut [u8],
     ) -> Option<(Transmit, Option<PayloadRef>)> {
-        self.poll_ready(now, |c, i| {
-            let (t, at) = c.poll_transmit_split(now, buf)?;
+        self.poll_ready(now, |slot, i| {
+            let (t, at) = match slot {
+                Slot::Open(c) => c.poll_transmit_split(now, buf)?,
+                Slot::Closed(c) => (c.poll_transmit(buf)?, None),
+                Slot::Vacant => return None,
+            };
             let r = at.map(|(key, offset, len)| PayloadRef {
                 source: i as u32,
                 key,
@@ -385,6 +509,7 @@ impl Host for Endpoint {
     fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {
         self.conns
             .get(r.source as usize)
+            .and_then(Slot::open)
             .and_then(|c| c.payload(r.key, r.offset, r.len))
             .unwrap_or(PayloadBytes::EMPTY)
     }

@@ -5,9 +5,9 @@ use super::Simulator;
 use crate::error::SimError;
 use crate::net::fabric::NONE;
 use crate::net::{Ev, Meta};
+use rondo_proto::placement::Placement;
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::wire::{Flags, Packet};
-use rondo_proto::placement::Placement;
 use rondo_proto::{ConnectionHandle, Event, ExternalBytes, FlowConfig, Host, Message, Priority};
 use std::sync::Arc;
 
@@ -20,6 +20,15 @@ pub const LONG_OUTSTANDING: usize = 4;
 /// Largest ring of first-transmission times per flow: a retransmission more than
 /// this many PSNs behind the newest one sent gets no delay sample.
 const FIRST_SENT_RING: usize = 1 << 14;
+/// Bytes of probes a host NIC queues behind its data; more are dropped there
+/// (counted as probe drops). Each connection paces its probes at the line rate on
+/// its own (paper §4.2.2), so N connections probing at once queue N times the line
+/// rate of probes: without a bound, the 319 connections of a host in a 320-host
+/// all-to-all queue millions of them. 1 MiB is above what one connection queues
+/// behind its own data while it probes (at most 3 base RTTs at the line rate; the
+/// 320-host permutation peaks at 117 KB on any port), so runs with one sending
+/// connection per host are unchanged.
+const NIC_PROBE_QUEUE_BYTES: u64 = 1 << 20;
 /// Timeouts of one host at one instant after which its timer is pushed 1 ns on.
 const MAX_TIMEOUTS_AT_ONE_INSTANT: u32 = 10_000;
 
@@ -154,6 +163,10 @@ pub(crate) struct FlowState {
     /// First transmission (PSN, time) of recent packets, for the retransmission
     /// delay: a ring indexed by PSN, grown up to [`FIRST_SENT_RING`] entries.
     pub first_sent: Vec<(u32, Instant)>,
+    /// The sending connection is closed (every message acknowledged).
+    pub src_closed: bool,
+    /// The receiving connection is closed; what it delivered.
+    pub dst_closed: Option<u64>,
 }
 
 impl Simulator {
@@ -218,6 +231,8 @@ impl Simulator {
             next_msg: 0,
             posted_bytes: 0,
             first_sent: Vec::new(),
+            src_closed: false,
+            dst_closed: None,
         });
         Ok(index)
     }
@@ -271,8 +286,7 @@ impl Simulator {
         let src = fl.spec.src;
         let now = self.now;
         let body = Message::new(Vec::new(), Arc::new(Zeros(len as usize)));
-        if self.hosts[src].ep.post(h, now, id, body).is_err()
-        {
+        if self.hosts[src].ep.post(h, now, id, body).is_err() {
             self.fail_flow(f);
             return false;
         }
@@ -309,6 +323,9 @@ impl Simulator {
         let fl = &self.flows[f];
         if !fl.started {
             return 0;
+        }
+        if let Some(bytes) = fl.dst_closed {
+            return bytes;
         }
         self.hosts[fl.spec.dst]
             .ep
@@ -359,6 +376,35 @@ impl Simulator {
         if completes > 0 && fl.spec.bytes.is_none() && fl.stopped.is_none() && !fl.failed {
             for _ in 0..completes {
                 self.post_message(f, MESSAGE_BYTES);
+            }
+        }
+        self.close_finished(f);
+    }
+
+    /// Frees the connections of a finished flow (issue 10): the sender once
+    /// every message is acknowledged, the receiver once it has everything and the
+    /// sender is closed (so nothing new can come; duplicates still in flight are
+    /// answered by its tombstone, with the ACKs it would have sent).
+    fn close_finished(&mut self, f: u32) {
+        let fl = &self.flows[f as usize];
+        let Some(total) = fl.spec.bytes else {
+            return;
+        };
+        let (src, dst, h_src, h_dst) = (fl.spec.src, fl.spec.dst, fl.h_src, fl.h_dst);
+        if !fl.src_closed && fl.posted_bytes >= total && !fl.failed {
+            let ep = &mut self.hosts[src].ep;
+            if ep.get(h_src).is_some_and(|c| c.outstanding_messages() == 0) {
+                if let Some(s) = ep.close(h_src) {
+                    self.closed_spurious += s.sender.spurious_retransmissions;
+                }
+                self.flows[f as usize].src_closed = true;
+            }
+        }
+        let fl = &self.flows[f as usize];
+        if fl.src_closed && fl.finish.is_some() && fl.dst_closed.is_none() {
+            if let Some(s) = self.hosts[dst].ep.close(h_dst) {
+                self.closed_spurious += s.sender.spurious_retransmissions;
+                self.flows[f as usize].dst_closed = Some(s.receiver.bytes_delivered);
             }
         }
     }
@@ -428,13 +474,9 @@ impl Simulator {
             self.slab.free(slot);
             return;
         }
-        // A NIC holds no more probes than a switch port does (paper §4.2.2: probes
-        // only fill idle transmission slots). Each connection paces its probes at
-        // the line rate on its own, so without this limit N connections probing
-        // at once queue N times the line rate of probes behind the data.
+        // A NIC's queue of probes is bounded (see NIC_PROBE_QUEUE_BYTES).
         let probes = self.ports[nic as usize].class_bytes[Priority::Probe.index()];
-        let limit = u64::from(self.cfg.switch.probe_queue_limit_packets) * self.cfg.mtu as u64;
-        if t.priority == Priority::Probe && probes + t.len as u64 > limit {
+        if t.priority == Priority::Probe && probes + t.len as u64 > NIC_PROBE_QUEUE_BYTES {
             self.counters.drop_probe += 1;
             self.slab.free(slot);
             return;

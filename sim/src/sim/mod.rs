@@ -172,6 +172,8 @@ pub struct Simulator {
     deliveries: Option<Vec<Delivery>>,
     /// Scratch: the connections of one host with events to drain.
     with_events: Vec<rondo_proto::ConnectionHandle>,
+    /// Spurious retransmissions of the connections closed so far.
+    closed_spurious: u64,
 }
 
 impl Simulator {
@@ -251,6 +253,7 @@ impl Simulator {
             engine_at_warmup: (0, 0),
             deliveries: None,
             with_events: Vec::new(),
+            closed_spurious: 0,
         })
     }
 
@@ -401,15 +404,16 @@ impl Simulator {
         }
         for h in &mut self.hosts {
             for i in 0..h.conns.len() {
-                h.ep.connection_mut(rondo_proto::ConnectionHandle(i))
-                    .clear_distributions();
+                if let Some(c) = h.ep.get_mut(rondo_proto::ConnectionHandle(i)) {
+                    c.clear_distributions();
+                }
             }
         }
     }
 
     /// (spurious retransmissions, reorder-buffer drops) summed over the engine.
     fn engine_totals(&self) -> (u64, u64) {
-        let mut spurious = 0;
+        let mut spurious = self.closed_spurious;
         let mut rb = 0;
         for h in &self.hosts {
             for c in h.ep.connections() {
