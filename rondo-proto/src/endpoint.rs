@@ -78,12 +78,14 @@ enum Slot {
 impl Slot {
     fn open(&self) -> Option<&Connection> {
         match self {
+            Slot::Open(c) => Some(c),
             _ => None,
         }
     }
 
     fn open_mut(&mut self) -> Option<&mut Connection> {
         match self {
+            Slot::Open(c) => Some(c),
             _ => None,
         }
     }
