@@ -356,12 +356,14 @@ impl Receiver {
             .flatten()
             .unwrap_or(expected.sub(1));
         rb.remove_flow(self.flow);
+        let mut feedback = self.feedback;
+        feedback.shrink_to_fit();
         let tomb = RxTombstone {
             expected,
             highest,
             max_message_len: self.max_message_len,
             token: self.token,
-            feedback: self.feedback,
+            feedback,
         };
         (tomb, self.stats)
     }

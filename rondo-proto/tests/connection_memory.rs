@@ -134,6 +134,23 @@ fn bytes_per_connection_idle_sending_and_closed() {
          receiver {receiver}; the message {messages}",
         datagrams.len() / N as usize
     );
+    // Closing gives the state back: what stays is a tombstone per connection.
+    drop(datagrams);
+    // `b` sends its ACKs (a tombstone would keep answers not yet sent).
+    let ack_at = arrival + rondo_proto::Duration::from_us(1);
+    while let Some(t) = b.poll_transmit(ack_at, &mut buf) {
+        a.handle_datagram(ack_at, t.path, &buf[..t.len], false);
+    }
+    for &(ha, hb) in &handles {
+        a.close(ha).expect("open");
+        b.close(hb).expect("open");
+    }
+    let left = (live() - before) / (2 * N as isize);
+    eprintln!("after close: {left} bytes per connection left (tombstone, tables)");
+    assert!(
+        left < 512,
+        "a closed connection keeps {left} bytes; an idle one takes {idle}"
+    );
     assert!(
         idle < IDLE_BUDGET,
         "an idle connection takes {idle} bytes; the budget is {IDLE_BUDGET}"
