@@ -5,7 +5,7 @@ use crate::config::{ConfigError, FlowConfig};
 use crate::event::{Event, PostError};
 use crate::message::Message;
 use crate::path::PathState;
-use crate::receiver::{Payload, Receiver, SharedBuffer};
+use crate::receiver::{Payload, Receiver, RxTombstone, SharedBuffer};
 use crate::scheduler::PacketSelector;
 use crate::sender::Sender;
 use crate::stats::{ReceiverStats, SenderStats};
@@ -219,6 +219,11 @@ impl Connection {
         self.events.pop_front()
     }
 
+    /// Events are queued.
+    pub(crate) fn has_events(&self) -> bool {
+        !self.events.is_empty()
+    }
+
     /// Per-path sender measurements (status, RTT, forward delay, inflight, counters).
     pub fn paths(&self) -> &[PathState] {
         &self.sender.core.paths
@@ -274,5 +279,81 @@ impl Connection {
     /// True once the connection has failed (`Event::Error` was emitted).
     pub fn is_failed(&self) -> bool {
         self.sender.core.failed.is_some()
+    }
+}
+
+/// A connection's final counters, returned when it is closed
+/// ([`Endpoint::close`](crate::Endpoint::close)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionSummary {
+    /// Sender counters.
+    pub sender: SenderStats,
+    /// Receiver counters and OOD/RBO distributions.
+    pub receiver: ReceiverStats,
+    /// Messages posted and never completely acknowledged.
+    pub outstanding_messages: usize,
+}
+
+/// What stays of a closed connection: its flow ids and token, and the receiver's
+/// tombstone, which answers retransmitted duplicates and probes as the receiver
+/// would have (so that a peer whose last ACKs were lost still completes).
+#[derive(Debug)]
+pub(crate) struct Closed {
+    local_flow: u32,
+    remote_flow: u32,
+    token: Option<u64>,
+    rx: RxTombstone,
+}
+
+impl Connection {
+    /// Ends the connection: its state is freed (the reorder buffer's flow too),
+    /// leaving a [`Closed`] tombstone and the final counters.
+    pub(crate) fn close(self, rb: &mut SharedBuffer) -> (Closed, ConnectionSummary) {
+        let outstanding_messages = self.outstanding_messages();
+        let (rx, receiver) = self.receiver.close(rb);
+        let closed = Closed {
+            local_flow: self.local_flow,
+            remote_flow: self.remote_flow,
+            token: self.token,
+            rx,
+        };
+        let summary = ConnectionSummary {
+            sender: self.sender.core.stats,
+            receiver,
+            outstanding_messages,
+        };
+        (closed, summary)
+    }
+}
+
+impl Closed {
+    /// This side's flow id.
+    pub(crate) fn local_flow(&self) -> u32 {
+        self.local_flow
+    }
+
+    /// The connection token datagrams for this flow must carry, if any.
+    pub(crate) fn token(&self) -> Option<u64> {
+        self.token
+    }
+
+    /// A datagram for the closed flow; false when it was dropped.
+    pub(crate) fn handle_repr(&mut self, now: Instant, repr: &Repr, ce: bool) -> bool {
+        self.rx.on_repr(now, repr, ce, self.remote_flow)
+    }
+
+    /// The next queued answer.
+    pub(crate) fn poll_transmit<B: TxBuffer + ?Sized>(&mut self, tx: &mut B) -> Option<Transmit> {
+        let t = self.rx.poll_feedback(tx)?;
+        Some(Transmit {
+            flow: self.local_flow,
+            ..t
+        })
+    }
+
+    /// When the next answer is due.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.rx.feedback_due()
     }
 }

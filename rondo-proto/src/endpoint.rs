@@ -1,8 +1,15 @@
 //! An endpoint: one host's NIC-level state, the shared reorder buffer and the
 //! connections that use it, with datagram demultiplexing by flow id.
+//!
+//! The work per event does not grow with the number of connections ([`schedule`]):
+//! `poll_transmit` asks only the connections whose deadline has come, in the same
+//! round-robin order as a scan of all of them would, `handle_timeout` runs only the
+//! due ones, and `poll_timeout` reads the earliest deadline.
+
+mod schedule;
 
 use crate::config::{ConfigError, FlowConfig};
-use crate::connection::Connection;
+use crate::connection::{Closed, Connection, ConnectionSummary};
 use crate::event::{Event, PostError};
 use crate::message::{Message, PayloadBytes};
 use crate::placement::Placement;
@@ -11,6 +18,7 @@ use crate::stats::EndpointStats;
 use crate::time::Instant;
 use crate::transmit::{Host, PayloadRef, Transmit, TxBuffer};
 use crate::wire::{self, WireError};
+use schedule::Schedule;
 use std::collections::HashMap;
 use thiserror::Error;
 
@@ -57,14 +65,62 @@ pub enum DatagramError {
     },
 }
 
+/// A connection's place in its endpoint: open, or closed and reduced to a
+/// tombstone that answers late duplicates.
+#[derive(Debug)]
+enum Slot {
+    Open(Box<Connection>),
+    Closed(Closed),
+    /// Forgotten: nothing is left.
+    Vacant,
+}
+
+impl Slot {
+    fn open(&self) -> Option<&Connection> {
+        match self {
+            Slot::Open(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    fn open_mut(&mut self) -> Option<&mut Connection> {
+        match self {
+            Slot::Open(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    fn token(&self) -> Option<u64> {
+        match self {
+            Slot::Open(c) => c.token(),
+            Slot::Closed(c) => c.token(),
+            Slot::Vacant => None,
+        }
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        match self {
+            Slot::Open(c) => c.poll_timeout(),
+            Slot::Closed(c) => c.poll_timeout(),
+            Slot::Vacant => None,
+        }
+    }
+}
+
 /// One host's Rondo endpoint.
 #[derive(Debug)]
 pub struct Endpoint {
     buffer: SharedBuffer,
-    conns: Vec<Connection>,
+    conns: Vec<Slot>,
     by_flow: HashMap<u32, usize>,
     next_poll: usize,
     stats: EndpointStats,
+    schedule: Schedule,
+    /// Connections handed out by [`Endpoint::connection_mut`]: their deadlines are
+    /// read again before the next call that uses the schedule.
+    dirty: Vec<usize>,
+    /// Scratch: the due connections of one `handle_timeout`.
+    due: Vec<usize>,
 }
 
 impl Endpoint {
@@ -78,6 +134,9 @@ impl Endpoint {
             by_flow: HashMap::new(),
             next_poll: 0,
             stats: EndpointStats::default(),
+            schedule: Schedule::default(),
+            dirty: Vec::new(),
+            due: Vec::new(),
         }
     }
 
@@ -100,24 +159,81 @@ impl Endpoint {
         }
         let rx = self.buffer.add_flow(reorder::Psn(cfg.initial_psn));
         let conn = Connection::new(now, local_flow, remote_flow, cfg, rx)?;
-        self.conns.push(conn);
-        self.by_flow.insert(local_flow, self.conns.len() - 1);
-        Ok(ConnectionHandle(self.conns.len() - 1))
+        self.conns.push(Slot::Open(Box::new(conn)));
+        self.schedule.push();
+        let i = self.conns.len() - 1;
+        self.by_flow.insert(local_flow, i);
+        self.touch(i);
+        Ok(ConnectionHandle(i))
     }
 
     /// The connection behind a handle.
+    ///
+    /// Panics when the handle is not one of this endpoint's open connections
+    /// (closed, or from another endpoint); [`Endpoint::get`] does not.
     pub fn connection(&self, h: ConnectionHandle) -> &Connection {
-        &self.conns[h.0]
+        self.get(h)
+            .expect("a handle of an open connection of this endpoint")
     }
 
-    /// The connection behind a handle, mutable.
+    /// The connection behind a handle, mutable. Panics as [`Endpoint::connection`].
     pub fn connection_mut(&mut self, h: ConnectionHandle) -> &mut Connection {
-        &mut self.conns[h.0]
+        self.get_mut(h)
+            .expect("a handle of an open connection of this endpoint")
     }
 
-    /// Every connection, in handle order.
-    pub fn connections(&self) -> &[Connection] {
-        &self.conns
+    /// The connection behind a handle, `None` when it is closed or unknown.
+    pub fn get(&self, h: ConnectionHandle) -> Option<&Connection> {
+        self.conns.get(h.0)?.open()
+    }
+
+    /// The connection behind a handle, mutable; `None` when it is closed or unknown.
+    pub fn get_mut(&mut self, h: ConnectionHandle) -> Option<&mut Connection> {
+        let c = self.conns.get_mut(h.0)?.open_mut()?;
+        self.dirty.push(h.0);
+        Some(c)
+    }
+
+    /// Every open connection, in handle order.
+    pub fn connections(&self) -> impl Iterator<Item = &Connection> + '_ {
+        self.conns.iter().filter_map(Slot::open)
+    }
+
+    /// Closes connection `h` (issue 10: a finished connection frees its state):
+    /// its sender and receiver state, and its flow in the reorder buffer, are
+    /// freed, and its final counters returned. A small tombstone stays under its
+    /// flow id: a retransmitted duplicate or a probe that arrives later is answered
+    /// as the receiver would have (a sender whose last ACKs were lost still
+    /// completes); new data, ACKs and NAKs for it are dropped and counted as
+    /// `unknown_flow`. Close a connection whose messages are all acknowledged and
+    /// received: what is still in flight is dropped. `None` when `h` is not open.
+    ///
+    /// [`Endpoint::forget`] removes the tombstone too.
+    pub fn close(&mut self, h: ConnectionHandle) -> Option<ConnectionSummary> {
+        self.flush();
+        let slot = self.conns.get_mut(h.0)?;
+        slot.open()?;
+        let Slot::Open(conn) = std::mem::replace(slot, Slot::Vacant) else {
+            return None;
+        };
+        let (closed, summary) = conn.close(&mut self.buffer);
+        self.conns[h.0] = Slot::Closed(closed);
+        self.touch(h.0);
+        Some(summary)
+    }
+
+    /// Removes what is left of a closed connection (its tombstone): datagrams for
+    /// its flow id are unknown from now on, and the id can be connected again.
+    /// False when `h` is not a closed connection of this endpoint.
+    pub fn forget(&mut self, h: ConnectionHandle) -> bool {
+        let Some(Slot::Closed(c)) = self.conns.get(h.0) else {
+            return false;
+        };
+        let flow = c.local_flow();
+        self.by_flow.remove(&flow);
+        self.conns[h.0] = Slot::Vacant;
+        self.schedule.set(h.0, None);
+        true
     }
 
     /// Queues a message on a connection: owned bytes (`Vec<u8>`) or a [`Message`]
@@ -129,7 +245,13 @@ impl Endpoint {
         msg_id: u64,
         data: impl Into<Message>,
     ) -> Result<(), PostError> {
-        self.conns[h.0].post(now, msg_id, data)
+        self.flush();
+        let Some(c) = self.conns.get_mut(h.0).and_then(Slot::open_mut) else {
+            return Err(PostError::Closed);
+        };
+        let r = c.post(now, msg_id, data);
+        self.touch(h.0);
+        r
     }
 
     /// Replaces the receive placement of a connection (DESIGN.md "Receive
@@ -137,12 +259,29 @@ impl Endpoint {
     /// between messages; a message being placed when it changes is lost
     /// (counted as inconsistent).
     pub fn set_placement(&mut self, h: ConnectionHandle, placement: Box<dyn Placement>) {
-        self.conns[h.0].set_placement(placement);
+        if let Some(c) = self.conns.get_mut(h.0).and_then(Slot::open_mut) {
+            c.set_placement(placement);
+            self.touch(h.0);
+        }
     }
 
-    /// The next event of a connection.
+    /// The next event of a connection (`None` once it is closed).
     pub fn poll_event(&mut self, h: ConnectionHandle) -> Option<Event> {
-        self.conns[h.0].poll_event()
+        self.conns.get_mut(h.0)?.open_mut()?.poll_event()
+    }
+
+    /// A connection that has queued events since it was last returned here, oldest
+    /// first: a driver with many connections drains only these instead of asking
+    /// every connection for events. (A connection drained meanwhile through
+    /// [`Endpoint::poll_event`] is skipped.)
+    pub fn next_with_events(&mut self) -> Option<ConnectionHandle> {
+        self.flush();
+        while let Some(i) = self.schedule.pop_with_events() {
+            if self.conns[i].open().is_some_and(Connection::has_events) {
+                return Some(ConnectionHandle(i));
+            }
+        }
+        None
     }
 
     /// The shared reorder buffer (occupancy, NIC-level OOD, arena).
@@ -175,7 +314,16 @@ impl Endpoint {
         };
         let i = self.check_flow(&repr, datagram)?;
         let _ = path; // the header's path id is authoritative; the datapath's is advisory
-        self.conns[i].handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce);
+        match &mut self.conns[i] {
+            Slot::Open(c) => c.handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce),
+            Slot::Closed(c) => {
+                if !c.handle_repr(now, &repr, ecn_ce) {
+                    self.stats.unknown_flow += 1;
+                }
+            }
+            Slot::Vacant => {}
+        }
+        self.touch(i);
         Ok(())
     }
 }
@@ -187,7 +335,8 @@ impl Endpoint {
     /// with its header in a header buffer and its payload in this slice, then hand it
     /// over with [`Endpoint::receive_in_place`].
     pub fn expected_target(&mut self, h: ConnectionHandle) -> Option<(crate::Psn, &mut [u8])> {
-        let conn = self.conns.get_mut(h.0)?;
+        let conn = self.conns.get_mut(h.0)?.open_mut()?;
+        self.dirty.push(h.0);
         conn.in_place_target(&self.buffer)
     }
 
@@ -215,16 +364,26 @@ impl Endpoint {
             }
         };
         let i = self.check_flow(&repr, header)?;
-        self.conns[i].handle_in_place(now, &mut self.buffer, &repr, ecn_ce);
+        match &mut self.conns[i] {
+            Slot::Open(c) => c.handle_in_place(now, &mut self.buffer, &repr, ecn_ce),
+            Slot::Closed(c) => {
+                if !c.handle_repr(now, &repr, ecn_ce) {
+                    self.stats.unknown_flow += 1;
+                }
+            }
+            Slot::Vacant => {}
+        }
+        self.touch(i);
         Ok(())
     }
 
     /// The connection index of a parsed datagram, after the flow and token checks.
     fn check_flow(&mut self, repr: &wire::Repr, header: &[u8]) -> Result<usize, DatagramError> {
+        self.flush();
         let flow = repr.common.flow;
         // One connection is the common case: skip the hash.
         let found = match self.conns.as_slice() {
-            [only] if only.local_flow() == flow => Some(0),
+            [Slot::Open(only)] if only.local_flow() == flow => Some(0),
             _ => self.by_flow.get(&flow).copied(),
         };
         let Some(i) = found else {
@@ -244,17 +403,72 @@ impl Endpoint {
     }
 }
 
+impl Endpoint {
+    /// Reads connection `i`'s deadline and events again after something changed it.
+    fn touch(&mut self, i: usize) {
+        let c = &self.conns[i];
+        self.schedule.set(i, c.poll_timeout());
+        if c.open().is_some_and(Connection::has_events) {
+            self.schedule.note_events(i);
+        }
+    }
+
+    /// Touches the connections handed out mutably since the last call.
+    fn flush(&mut self) {
+        while let Some(i) = self.dirty.pop() {
+            self.touch(i);
+        }
+    }
+
+    /// The first connection, in round-robin order from `next_poll`, for which
+    /// `send` returns something. Only connections whose deadline has come are
+    /// asked: one whose deadline is later has nothing to send (its deadline is
+    /// when it will have), so the result is that of asking every connection.
+    fn poll_ready<T>(
+        &mut self,
+        now: Instant,
+        mut send: impl FnMut(&mut Slot, usize) -> Option<T>,
+    ) -> Option<T> {
+        self.flush();
+        self.schedule.advance(now);
+        let n = self.conns.len();
+        let start = self.next_poll;
+        // First the connections at and after `start`, then those before it.
+        for (mut from, to) in [(start, n), (0, start)] {
+            while let Some(i) = self.schedule.next_ready(from, to) {
+                from = i + 1;
+                if self.schedule.deadline(i).is_none_or(|t| t > now) {
+                    continue; // ready for a later `now` than this one
+                }
+                let out = send(&mut self.conns[i], i);
+                self.touch(i);
+                if out.is_some() {
+                    self.next_poll = (i + 1) % n;
+                    return out;
+                }
+            }
+        }
+        None
+    }
+}
+
 impl Host for Endpoint {
     fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
         let _ = self.receive(now, path, data, ecn_ce);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
-        for c in &mut self.conns {
-            if c.poll_timeout().is_some_and(|t| t <= now) {
+        self.flush();
+        let mut due = std::mem::take(&mut self.due);
+        due.clear();
+        self.schedule.due(now, &mut due);
+        for &i in &due {
+            if let Slot::Open(c) = &mut self.conns[i] {
                 c.handle_timeout(now);
             }
+            self.touch(i);
         }
+        self.due = due;
     }
 
     fn poll_transmit<B: TxBuffer + ?Sized>(
@@ -262,27 +476,31 @@ impl Host for Endpoint {
         now: Instant,
         tx: &mut B,
     ) -> Option<Transmit> {
-        let n = self.conns.len();
-        for k in 0..n {
-            let i = (self.next_poll + k) % n;
-            if let Some(mut t) = self.conns[i].poll_transmit(now, tx) {
-                self.next_poll = (i + 1) % n;
-                if let Some(p) = &mut t.payload {
-                    p.source = i as u32;
-                }
-                return Some(t);
+        self.poll_ready(now, |slot, i| {
+            let mut t = match slot {
+                Slot::Open(c) => c.poll_transmit(now, tx)?,
+                Slot::Closed(c) => c.poll_transmit(tx)?,
+                Slot::Vacant => return None,
+            };
+            if let Some(p) = &mut t.payload {
+                p.source = i as u32;
             }
-        }
-        None
+            Some(t)
+        })
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.conns.iter().filter_map(|c| c.poll_timeout()).min()
+        let pending = self
+            .dirty
+            .iter()
+            .filter_map(|&i| self.conns[i].poll_timeout());
+        self.schedule.earliest().into_iter().chain(pending).min()
     }
 
     fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {
         self.conns
             .get(r.source as usize)
+            .and_then(Slot::open)
             .and_then(|c| c.payload(r.key, r.offset, r.len))
             .unwrap_or(PayloadBytes::EMPTY)
     }

@@ -68,4 +68,7 @@ pub enum PostError {
     /// The connection has failed.
     #[error("connection failed: {0}")]
     Failed(ConnectionError),
+    /// The connection was closed ([`crate::Endpoint::close`]); open a new one.
+    #[error("the connection is closed; connect again to send more")]
+    Closed,
 }

@@ -38,7 +38,7 @@ pub mod transport;
 pub mod wire;
 
 pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate, MAX_MTU};
-pub use connection::Connection;
+pub use connection::{Connection, ConnectionSummary};
 pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointError};
 pub use event::{ConnectionError, Event, PostError};
 pub use message::{ExternalBytes, Message, PayloadBytes};

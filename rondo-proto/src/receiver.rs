@@ -126,29 +126,7 @@ impl Receiver {
         ce: bool,
         local: u32,
     ) {
-        let mut flags = Flags::empty();
-        if ce {
-            flags.insert(Flags::ECN_ECHO);
-        }
-        let body = match nak {
-            None => Body::Ack(fb),
-            Some(r) => Body::Nak(fb, r),
-        };
-        let repr = Repr {
-            common: CommonRepr {
-                flow: local,
-                psn: Psn::ZERO,
-                path,
-                flags,
-                timestamp_ns: now.as_ns(),
-            },
-            body,
-        };
-        self.feedback.push_back(PendingFeedback {
-            at: now,
-            path,
-            repr,
-        });
+        queue_feedback(&mut self.feedback, now, path, fb, nak, ce, local);
     }
 
     /// A probe arrived: acknowledge it (probes carry no data).
@@ -360,18 +338,137 @@ impl Receiver {
     }
 
     pub(crate) fn poll_feedback<B: TxBuffer + ?Sized>(&mut self, tx: &mut B) -> Option<Transmit> {
-        let f = self.feedback.pop_front()?;
-        let len = f.repr.buffer_len_with_token(self.token);
-        f.repr
-            .emit_with_token(tx.take(f.path, Priority::Control, len), self.token)
-            .ok()?;
-        Some(Transmit {
-            path: f.path,
-            priority: Priority::Control,
-            len,
-            flow: 0,
-            payload: None,
-        })
+        emit_feedback(&mut self.feedback, tx, self.token)
+    }
+
+    pub(crate) fn feedback_due(&self) -> Option<Instant> {
+        self.feedback.front().map(|f| f.at)
+    }
+
+    /// Ends the receiver: its flow leaves the shared reorder buffer (freeing any
+    /// slot it holds) and what remains is a [`RxTombstone`] (with the feedback
+    /// still queued) and the final counters.
+    pub(crate) fn close(self, rb: &mut SharedBuffer) -> (RxTombstone, ReceiverStats) {
+        let expected = rb.expected(self.flow).unwrap_or(Psn::ZERO);
+        let highest = rb
+            .highest(self.flow)
+            .ok()
+            .flatten()
+            .unwrap_or(expected.sub(1));
+        rb.remove_flow(self.flow);
+        let mut feedback = self.feedback;
+        feedback.shrink_to_fit();
+        let tomb = RxTombstone {
+            expected,
+            highest,
+            max_message_len: self.max_message_len,
+            token: self.token,
+            feedback,
+        };
+        (tomb, self.stats)
+    }
+}
+
+/// Queues an ACK (or a NAK with `nak`) for `path`, sent on the next transmit.
+fn queue_feedback(
+    feedback: &mut VecDeque<PendingFeedback>,
+    now: Instant,
+    path: u16,
+    fb: FeedbackRepr,
+    nak: Option<NakReason>,
+    ce: bool,
+    local: u32,
+) {
+    let mut flags = Flags::empty();
+    if ce {
+        flags.insert(Flags::ECN_ECHO);
+    }
+    let body = match nak {
+        None => Body::Ack(fb),
+        Some(r) => Body::Nak(fb, r),
+    };
+    let repr = Repr {
+        common: CommonRepr {
+            flow: local,
+            psn: Psn::ZERO,
+            path,
+            flags,
+            timestamp_ns: now.as_ns(),
+        },
+        body,
+    };
+    feedback.push_back(PendingFeedback {
+        at: now,
+        path,
+        repr,
+    });
+}
+
+/// Writes the oldest queued feedback datagram into `buf`.
+fn emit_feedback<B: TxBuffer + ?Sized>(
+    feedback: &mut VecDeque<PendingFeedback>,
+    tx: &mut B,
+    token: Option<u64>,
+) -> Option<Transmit> {
+    let len = feedback.front()?.repr.buffer_len_with_token(token);
+    if tx.capacity() < len {
+        return None; // kept for a buffer that holds it
+    }
+    let f = feedback.pop_front()?;
+    f.repr
+        .emit_with_token(tx.take(f.path, Priority::Control, len), token)
+        .ok()?;
+    Some(Transmit {
+        path: f.path,
+        priority: Priority::Control,
+        len,
+        flow: 0,
+        payload: None,
+    })
+}
+
+/// What stays of a closed connection's receiver (issue 10: a finished connection
+/// frees its state): the cumulative ACK and highest PSN, so that a retransmitted
+/// duplicate still gets the ACK the receiver would have sent (marked duplicate),
+/// and a probe its probe ACK. Data beyond the cumulative ACK is not taken: the
+/// flow is over.
+#[derive(Debug)]
+pub(crate) struct RxTombstone {
+    expected: Psn,
+    highest: Psn,
+    max_message_len: u64,
+    token: Option<u64>,
+    feedback: VecDeque<PendingFeedback>,
+}
+
+impl RxTombstone {
+    /// A datagram for the closed flow: answers a duplicate or a probe as the
+    /// receiver would; false when it is dropped (new data, ACKs and NAKs: the
+    /// sender half is gone too).
+    pub(crate) fn on_repr(&mut self, now: Instant, repr: &Repr, ce: bool, remote: u32) -> bool {
+        let c = &repr.common;
+        let (of_probe, duplicate) = match &repr.body {
+            Body::Data(d) if d.msg_len > self.max_message_len => return true, // as `on_data`
+            Body::Data(_) if c.psn.diff(self.expected) < 0 => (false, true),
+            Body::Probe(_) => (true, false),
+            _ => return false,
+        };
+        let fb = FeedbackRepr {
+            acked_psn: c.psn,
+            cum_ack: self.expected,
+            highest_psn: self.highest,
+            acked_path: c.path,
+            of_probe,
+            duplicate,
+            echo_timestamp_ns: c.timestamp_ns,
+            rx_timestamp_ns: now.as_ns(),
+        };
+        queue_feedback(&mut self.feedback, now, c.path, fb, None, ce, remote);
+        true
+    }
+
+    pub(crate) fn poll_feedback<B: TxBuffer + ?Sized>(&mut self, tx: &mut B) -> Option<Transmit> {
+        emit_feedback(&mut self.feedback, tx, self.token)
     }
 
     pub(crate) fn feedback_due(&self) -> Option<Instant> {

@@ -304,3 +304,38 @@ fn fig20_keeps_every_path_busy_after_the_delay_change() {
         );
     }
 }
+
+/// The issue-10 scale built-in (`rondo sim --builtin clos320-alltoall`: every
+/// ordered pair of the 320 hosts, 102,080 flows of 16 KB), here in groups of 16
+/// hosts (4,800 flows) to keep the suite fast: every flow completes, and its
+/// connections are closed when it is done (only tombstones stay).
+#[test]
+fn clos320_alltoall_completes_and_closes_every_connection() {
+    let s = &scenarios("clos320-alltoall", &["workload.group_size=16"])[0];
+    let mut sim = rondo_sim::scenario::build(s, "figures").unwrap();
+    let end = sim.run(Instant::from_us(s.duration_us as u64), &mut |_| {});
+    let m = sim.metrics();
+    assert_eq!(m.flows.len(), 20 * 16 * 15);
+    assert!(
+        m.flows
+            .iter()
+            .all(|f| f.finish.is_some() && f.delivered == 16384),
+        "{end:?}: {} of {} flows finished",
+        m.flows.iter().filter(|f| f.finish.is_some()).count(),
+        m.flows.len()
+    );
+    let open: usize = (0..sim.hosts())
+        .map(|h| sim.endpoint(h).unwrap().connections().count())
+        .sum();
+    // The run ends when the last byte is delivered: the senders still waiting for
+    // their last ACKs are open, with their receivers; every other flow is closed.
+    eprintln!(
+        "{open} of {} connections open at the end",
+        2 * m.flows.len()
+    );
+    assert!(
+        open * 20 < 2 * m.flows.len(),
+        "{open} of {} connections open after their flows finished",
+        2 * m.flows.len()
+    );
+}

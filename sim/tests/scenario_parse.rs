@@ -345,6 +345,7 @@ fn every_builtin_parses_and_checks() {
         "fig19",
         "fig20",
         "clos320-permutation",
+        "clos320-alltoall",
     ] {
         let b = all
             .iter()
@@ -369,6 +370,8 @@ fn every_builtin_parses_and_checks() {
     let clos = &builtin("clos320-permutation").unwrap().runs(&[]).unwrap()[0].scenario;
     assert_eq!(clos.mtu, 1000);
     assert_eq!(clos.topology.hosts(), 320);
+    let all_to_all = &builtin("clos320-alltoall").unwrap().runs(&[]).unwrap()[0].scenario;
+    assert_eq!(all_to_all.topology.hosts(), 320);
     let e = builtin("fig99").unwrap_err();
     assert!(matches!(e, ScenarioError::UnknownBuiltin { .. }));
     assert!(e.to_string().contains("fig9-homo"), "{e}");

@@ -112,7 +112,7 @@ impl Sender {
                 una: start,
                 next_psn: start,
                 unsent: UnsentSet::new(start),
-                retx: RetxQueue::with_capacity(1024),
+                retx: RetxQueue::new(),
                 highest_seen: start,
                 pace_next: now,
                 line_next: now,

@@ -5,7 +5,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 /// PSNs waiting for retransmission, smallest first: a min-heap that keeps its
-/// capacity, so that loss episodes allocate nothing in the steady state. The sent
+/// capacity, so that loss episodes allocate nothing in the steady state (and a
+/// connection that never loses a packet never allocates it). The sent
 /// table's `queued` flag is the truth; a PSN acknowledged while queued stays in the
 /// heap and is skipped when it comes up.
 #[derive(Debug)]
@@ -16,10 +17,10 @@ pub(super) struct RetxQueue {
 }
 
 impl RetxQueue {
-    /// Room for `n` queued PSNs before the first growth.
-    pub(super) fn with_capacity(n: usize) -> RetxQueue {
+    /// An empty queue; it allocates at its first retransmission.
+    pub(super) fn new() -> RetxQueue {
         RetxQueue {
-            heap: BinaryHeap::with_capacity(n),
+            heap: BinaryHeap::new(),
             live: 0,
         }
     }

@@ -259,8 +259,7 @@ impl<N: Nic> Driver<N> {
         max_len: u64,
     ) -> Result<(), VerbsError> {
         let conn = ep
-            .connections()
-            .get(h.0)
+            .get(h)
             .ok_or(VerbsError::Config("no connection behind this handle"))?;
         if conn.token() != cfg.token {
             return Err(VerbsError::Config(

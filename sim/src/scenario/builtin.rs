@@ -57,6 +57,7 @@ const FIG18: &str = include_str!("../../scenarios/fig18.toml");
 const FIG19: &str = include_str!("../../scenarios/fig19.toml");
 const FIG20: &str = include_str!("../../scenarios/fig20.toml");
 const CLOS320: &str = include_str!("../../scenarios/clos320-permutation.toml");
+const CLOS320_ALLTOALL: &str = include_str!("../../scenarios/clos320-alltoall.toml");
 
 /// Extra one-way delays of spine path 3 in the Fig. 4 sweep, us.
 pub const FIG4_EXTRA_US: [u32; 6] = [0, 5, 10, 15, 20, 25];
@@ -142,6 +143,11 @@ pub fn builtins() -> Vec<Builtin> {
             name: "clos320-permutation",
             about: "320-host Clos, every host sends 2 MB to a seeded permutation peer, MTU 1000",
             runs: vec![one("", "clos320-permutation.toml", CLOS320, &[])],
+        },
+        Builtin {
+            name: "clos320-alltoall",
+            about: "320-host Clos, every host sends 16 KB to every other host (102,080 flows), MTU 1000",
+            runs: vec![one("", "clos320-alltoall.toml", CLOS320_ALLTOALL, &[])],
         },
     ]
 }

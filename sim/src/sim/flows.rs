@@ -5,9 +5,11 @@ use super::Simulator;
 use crate::error::SimError;
 use crate::net::fabric::NONE;
 use crate::net::{Ev, Meta};
+use rondo_proto::placement::Placement;
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::wire::{Flags, Packet};
-use rondo_proto::{ConnectionHandle, Event, FlowConfig, Host, Priority};
+use rondo_proto::{ConnectionHandle, Event, ExternalBytes, FlowConfig, Host, Message, Priority};
+use std::sync::Arc;
 
 /// Bytes of one posted message: finite flows post their bytes in messages of
 /// this size (the last one shorter); long-lived flows keep
@@ -18,8 +20,60 @@ pub const LONG_OUTSTANDING: usize = 4;
 /// Largest ring of first-transmission times per flow: a retransmission more than
 /// this many PSNs behind the newest one sent gets no delay sample.
 const FIRST_SENT_RING: usize = 1 << 14;
+/// Bytes of probes a host NIC queues behind its data; more are dropped there
+/// (counted as probe drops). Each connection paces its probes at the line rate on
+/// its own (paper §4.2.2), so N connections probing at once queue N times the line
+/// rate of probes: without a bound, the 319 connections of a host in a 320-host
+/// all-to-all queue millions of them. 1 MiB is above what one connection queues
+/// behind its own data while it probes (at most 3 base RTTs at the line rate; the
+/// 320-host permutation peaks at 117 KB on any port), so runs with one sending
+/// connection per host are unchanged.
+const NIC_PROBE_QUEUE_BYTES: u64 = 1 << 20;
 /// Timeouts of one host at one instant after which its timer is pushed 1 ns on.
 const MAX_TIMEOUTS_AT_ONE_INSTANT: u32 = 10_000;
+
+/// The payload of a simulated message: zeros, generated as the engine reads them,
+/// so that a run of 100,000 flows holds no payload memory.
+#[derive(Debug)]
+struct Zeros(usize);
+
+impl ExternalBytes for Zeros {
+    fn len(&self) -> usize {
+        self.0
+    }
+
+    fn read(&self, _offset: usize, dst: &mut [u8]) {
+        dst.fill(0);
+    }
+
+    fn addr(&self, _offset: usize, _len: usize) -> Option<usize> {
+        None
+    }
+}
+
+/// The receive placement of a simulated flow: the engine counts what is
+/// delivered in order (`ReceiverStats::bytes_delivered`); the bytes themselves
+/// are not kept.
+#[derive(Debug)]
+struct CountOnly;
+
+impl Placement for CountOnly {
+    fn begin(&mut self, _msg_id: u64, _msg_len: u64) -> bool {
+        true
+    }
+
+    fn target(&mut self, _offset: u64, _len: usize) -> Option<&mut [u8]> {
+        None
+    }
+
+    fn place(&mut self, _offset: u64, _payload: &[u8]) {}
+
+    fn commit(&mut self, _offset: u64, _len: usize) {}
+
+    fn finish(&mut self) -> Vec<u8> {
+        Vec::new()
+    }
+}
 
 /// A flow to simulate.
 #[derive(Clone, Debug, PartialEq)]
@@ -109,6 +163,10 @@ pub(crate) struct FlowState {
     /// First transmission (PSN, time) of recent packets, for the retransmission
     /// delay: a ring indexed by PSN, grown up to [`FIRST_SENT_RING`] entries.
     pub first_sent: Vec<(u32, Instant)>,
+    /// The sending connection is closed (every message acknowledged).
+    pub src_closed: bool,
+    /// The receiving connection is closed; what it delivered.
+    pub dst_closed: Option<u64>,
 }
 
 impl Simulator {
@@ -173,6 +231,8 @@ impl Simulator {
             next_msg: 0,
             posted_bytes: 0,
             first_sent: Vec::new(),
+            src_closed: false,
+            dst_closed: None,
         });
         Ok(index)
     }
@@ -193,6 +253,7 @@ impl Simulator {
         };
         self.hosts[src].conns.push(2 * f);
         self.hosts[dst].conns.push(2 * f + 1);
+        self.hosts[dst].ep.set_placement(b, Box::new(CountOnly));
         let fl = &mut self.flows[f as usize];
         fl.started = true;
         fl.h_src = a;
@@ -224,11 +285,8 @@ impl Simulator {
         let h = fl.h_src;
         let src = fl.spec.src;
         let now = self.now;
-        if self.hosts[src]
-            .ep
-            .post(h, now, id, vec![0u8; len as usize])
-            .is_err()
-        {
+        let body = Message::new(Vec::new(), Arc::new(Zeros(len as usize)));
+        if self.hosts[src].ep.post(h, now, id, body).is_err() {
             self.fail_flow(f);
             return false;
         }
@@ -265,6 +323,9 @@ impl Simulator {
         let fl = &self.flows[f];
         if !fl.started {
             return 0;
+        }
+        if let Some(bytes) = fl.dst_closed {
+            return bytes;
         }
         self.hosts[fl.spec.dst]
             .ep
@@ -315,6 +376,35 @@ impl Simulator {
         if completes > 0 && fl.spec.bytes.is_none() && fl.stopped.is_none() && !fl.failed {
             for _ in 0..completes {
                 self.post_message(f, MESSAGE_BYTES);
+            }
+        }
+        self.close_finished(f);
+    }
+
+    /// Frees the connections of a finished flow (issue 10): the sender once
+    /// every message is acknowledged, the receiver once it has everything and the
+    /// sender is closed (so nothing new can come; duplicates still in flight are
+    /// answered by its tombstone, with the ACKs it would have sent).
+    fn close_finished(&mut self, f: u32) {
+        let fl = &self.flows[f as usize];
+        let Some(total) = fl.spec.bytes else {
+            return;
+        };
+        let (src, dst, h_src, h_dst) = (fl.spec.src, fl.spec.dst, fl.h_src, fl.h_dst);
+        if !fl.src_closed && fl.posted_bytes >= total && !fl.failed {
+            let ep = &mut self.hosts[src].ep;
+            if ep.get(h_src).is_some_and(|c| c.outstanding_messages() == 0) {
+                if let Some(s) = ep.close(h_src) {
+                    self.closed_spurious += s.sender.spurious_retransmissions;
+                }
+                self.flows[f as usize].src_closed = true;
+            }
+        }
+        let fl = &self.flows[f as usize];
+        if fl.src_closed && fl.finish.is_some() && fl.dst_closed.is_none() {
+            if let Some(s) = self.hosts[dst].ep.close(h_dst) {
+                self.closed_spurious += s.sender.spurious_retransmissions;
+                self.flows[f as usize].dst_closed = Some(s.receiver.bytes_delivered);
             }
         }
     }
@@ -381,6 +471,13 @@ impl Simulator {
         let nic = self.fabric.nic[host as usize];
         if self.ports[nic as usize].failed {
             self.counters.drop_link_down += 1;
+            self.slab.free(slot);
+            return;
+        }
+        // A NIC's queue of probes is bounded (see NIC_PROBE_QUEUE_BYTES).
+        let probes = self.ports[nic as usize].class_bytes[Priority::Probe.index()];
+        if t.priority == Priority::Probe && probes + t.len as u64 > NIC_PROBE_QUEUE_BYTES {
+            self.counters.drop_probe += 1;
             self.slab.free(slot);
             return;
         }
@@ -488,10 +585,20 @@ impl Simulator {
         // The endpoint runs the connections whose timers are due (none when the
         // timer moved later since it was scheduled).
         h.ep.handle_timeout(now);
-        for i in 0..self.hosts[host as usize].conns.len() {
-            let local = self.hosts[host as usize].conns[i];
+        // Only the connections with events need draining; in handle order, as a
+        // pass over all of them would.
+        let mut ready = std::mem::take(&mut self.with_events);
+        ready.clear();
+        let ep = &mut self.hosts[host as usize].ep;
+        while let Some(c) = ep.next_with_events() {
+            ready.push(c);
+        }
+        ready.sort_unstable_by_key(|c| c.0);
+        for &c in &ready {
+            let local = self.hosts[host as usize].ep.connection(c).local_flow();
             self.drain(local);
         }
+        self.with_events = ready;
         self.service(host);
     }
 }

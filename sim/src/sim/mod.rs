@@ -170,6 +170,10 @@ pub struct Simulator {
     /// reorder-buffer drops.
     engine_at_warmup: (u64, u64),
     deliveries: Option<Vec<Delivery>>,
+    /// Scratch: the connections of one host with events to drain.
+    with_events: Vec<rondo_proto::ConnectionHandle>,
+    /// Spurious retransmissions of the connections closed so far.
+    closed_spurious: u64,
 }
 
 impl Simulator {
@@ -248,6 +252,8 @@ impl Simulator {
             long_running: 0,
             engine_at_warmup: (0, 0),
             deliveries: None,
+            with_events: Vec::new(),
+            closed_spurious: 0,
         })
     }
 
@@ -398,15 +404,16 @@ impl Simulator {
         }
         for h in &mut self.hosts {
             for i in 0..h.conns.len() {
-                h.ep.connection_mut(rondo_proto::ConnectionHandle(i))
-                    .clear_distributions();
+                if let Some(c) = h.ep.get_mut(rondo_proto::ConnectionHandle(i)) {
+                    c.clear_distributions();
+                }
             }
         }
     }
 
     /// (spurious retransmissions, reorder-buffer drops) summed over the engine.
     fn engine_totals(&self) -> (u64, u64) {
-        let mut spurious = 0;
+        let mut spurious = self.closed_spurious;
         let mut rb = 0;
         for h in &self.hosts {
             for c in h.ep.connections() {

@@ -1,0 +1,201 @@
+//! Which connections of an endpoint need attention, so that the work per event
+//! does not grow with the number of connections: a timer set keyed by each
+//! connection's next deadline, a ready set (the connections whose deadline has
+//! come: the only ones that can have something to send), and a queue of the
+//! connections with application events waiting.
+//!
+//! The timer set is a `BTreeSet<(deadline, index)>` rather than a binary heap
+//! with lazy invalidation: a changed deadline removes its old entry exactly, so
+//! the earliest entry is always valid and [`Schedule::earliest`] answers through
+//! `&self` (as [`crate::Host::poll_timeout`] must), and the due connections can be
+//! read by range without popping them.
+
+use crate::time::Instant;
+use std::collections::{BTreeSet, VecDeque};
+use std::ops::Bound;
+
+/// The scheduling state of an endpoint's connections, by connection index.
+#[derive(Debug, Default)]
+pub(super) struct Schedule {
+    /// Each connection's deadline as last computed (`None`: idle until a datagram
+    /// or a post arrives, or closed).
+    deadline: Vec<Option<Instant>>,
+    /// `(deadline, index)` of every connection with a deadline.
+    timers: BTreeSet<(Instant, u32)>,
+    /// Connections whose deadline is at or before `horizon`.
+    ready: BTreeSet<u32>,
+    /// The latest `now` that [`Schedule::advance`] has seen.
+    horizon: Instant,
+    /// Connections that may have events queued, each at most once (`queued`).
+    with_events: VecDeque<u32>,
+    queued: Vec<bool>,
+}
+
+impl Schedule {
+    /// Room for one more connection (index `deadline.len()`), idle.
+    pub(super) fn push(&mut self) {
+        self.deadline.push(None);
+        self.queued.push(false);
+    }
+
+    /// Connection `i`'s deadline is now `t`.
+    pub(super) fn set(&mut self, i: usize, t: Option<Instant>) {
+        let old = self.deadline[i];
+        if old == t {
+            return;
+        }
+        let key = i as u32;
+        if let Some(old) = old {
+            self.timers.remove(&(old, key));
+        }
+        self.deadline[i] = t;
+        match t {
+            Some(t) => {
+                self.timers.insert((t, key));
+                if t <= self.horizon {
+                    self.ready.insert(key);
+                } else {
+                    self.ready.remove(&key);
+                }
+            }
+            None => {
+                self.ready.remove(&key);
+            }
+        }
+    }
+
+    /// Connection `i`'s deadline as last set.
+    pub(super) fn deadline(&self, i: usize) -> Option<Instant> {
+        self.deadline[i]
+    }
+
+    /// The earliest deadline of any connection.
+    pub(super) fn earliest(&self) -> Option<Instant> {
+        self.timers.first().map(|&(t, _)| t)
+    }
+
+    /// Moves every connection whose deadline is at or before `now` into the ready
+    /// set (each deadline passes the horizon once: O(log n) per connection made
+    /// ready).
+    pub(super) fn advance(&mut self, now: Instant) {
+        if now <= self.horizon {
+            return;
+        }
+        let from = Bound::Excluded((self.horizon, u32::MAX));
+        let to = Bound::Included((now, u32::MAX));
+        for &(_, i) in self.timers.range((from, to)) {
+            self.ready.insert(i);
+        }
+        self.horizon = now;
+    }
+
+    /// The first ready connection with an index in `from..to`.
+    pub(super) fn next_ready(&self, from: usize, to: usize) -> Option<usize> {
+        if from >= to {
+            return None;
+        }
+        self.ready
+            .range(from as u32..to.min(u32::MAX as usize) as u32)
+            .next()
+            .map(|&i| i as usize)
+    }
+
+    /// Appends to `out` every connection whose deadline is at or before `now`, in
+    /// index order.
+    pub(super) fn due(&self, now: Instant, out: &mut Vec<usize>) {
+        let start = out.len();
+        out.extend(
+            self.timers
+                .range(..=(now, u32::MAX))
+                .map(|&(_, i)| i as usize),
+        );
+        out[start..].sort_unstable();
+    }
+
+    /// Connection `i` has events queued: remember it for
+    /// [`Schedule::pop_with_events`].
+    pub(super) fn note_events(&mut self, i: usize) {
+        if !self.queued[i] {
+            self.queued[i] = true;
+            self.with_events.push_back(i as u32);
+        }
+    }
+
+    /// The next connection noted by [`Schedule::note_events`], oldest first.
+    pub(super) fn pop_with_events(&mut self) -> Option<usize> {
+        let i = self.with_events.pop_front()? as usize;
+        self.queued[i] = false;
+        Some(i)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ns: u64) -> Option<Instant> {
+        Some(Instant::from_ns(ns))
+    }
+
+    #[test]
+    fn earliest_follows_changed_deadlines() {
+        let mut s = Schedule::default();
+        for _ in 0..3 {
+            s.push();
+        }
+        s.set(0, at(30));
+        s.set(1, at(10));
+        s.set(2, at(20));
+        assert_eq!(s.earliest(), at(10));
+        s.set(1, at(40));
+        assert_eq!(s.earliest(), at(20));
+        s.set(2, None);
+        s.set(0, None);
+        assert_eq!(s.earliest(), at(40));
+        s.set(1, None);
+        assert_eq!(s.earliest(), None);
+    }
+
+    #[test]
+    fn ready_holds_exactly_the_due_connections_in_index_order() {
+        let mut s = Schedule::default();
+        for _ in 0..4 {
+            s.push();
+        }
+        s.set(3, at(5));
+        s.set(1, at(5));
+        s.set(0, at(50));
+        s.set(2, None);
+        s.advance(Instant::from_ns(10));
+        assert_eq!(s.next_ready(0, 4), Some(1));
+        assert_eq!(s.next_ready(2, 4), Some(3));
+        assert_eq!(s.next_ready(0, 1), None);
+        // A deadline moved past the horizon leaves the ready set; one moved
+        // before it joins at once.
+        s.set(1, at(60));
+        s.set(2, at(1));
+        assert_eq!(s.next_ready(0, 4), Some(2));
+        let mut due = Vec::new();
+        s.due(Instant::from_ns(50), &mut due);
+        assert_eq!(due, vec![0, 2, 3]);
+        s.advance(Instant::from_ns(60));
+        assert_eq!(s.next_ready(0, 2), Some(0));
+        assert_eq!(s.next_ready(1, 2), Some(1));
+    }
+
+    #[test]
+    fn connections_with_events_come_out_once_each() {
+        let mut s = Schedule::default();
+        for _ in 0..3 {
+            s.push();
+        }
+        s.note_events(2);
+        s.note_events(0);
+        s.note_events(2);
+        assert_eq!(s.pop_with_events(), Some(2));
+        assert_eq!(s.pop_with_events(), Some(0));
+        assert_eq!(s.pop_with_events(), None);
+        s.note_events(2);
+        assert_eq!(s.pop_with_events(), Some(2));
+    }
+}
