@@ -28,6 +28,16 @@ impl Sender {
             return false;
         }
         if fb.of_probe {
+            // Only the ACK of a probe outstanding on this path is believed (a
+            // forged one would bring a dead path back or open its window). Probes
+            // on one path are served in order, so the ones before it were lost.
+            let out = &mut c.paths[path].probes_outstanding;
+            let Some(i) = out.iter().position(|&seq| seq == fb.acked_psn.0) else {
+                c.stats.unexpected_probe_acks += 1;
+                return false;
+            };
+            out.drain(..=i);
+            c.paths[path].last_feedback = Some(now);
             self.on_probe_ack(now, path, events);
             return true;
         }
@@ -45,10 +55,21 @@ impl Sender {
             && c.table
                 .get((acked - c.base) as usize)
                 .is_none_or(|e| e.tx_count == 0);
-        if acked >= sent_end || cum > sent_end || highest >= sent_end || never_sent {
+        if acked >= sent_end || cum > sent_end || never_sent {
             c.stats.bad_feedback += 1;
             return false;
         }
+        // A highest PSN beyond anything sent is something the receiver was fed
+        // (a forged far-ahead DATA): believing it would declare everything in
+        // flight lost, rejecting the ACK for it would stop the connection. The
+        // acknowledged PSN itself is known good.
+        let highest = if highest < sent_end {
+            highest
+        } else {
+            c.stats.implausible_highest += 1;
+            acked
+        };
+        c.paths[path].last_feedback = Some(now);
         let echo = Instant::from_ns(fb.echo_timestamp_ns);
         let ecn = common.flags.contains(Flags::ECN_ECHO);
         match nak {
@@ -60,7 +81,18 @@ impl Sender {
                     probe: false,
                     ecn,
                 };
-                if let Some(rtt) = now.checked_since(echo).filter(|r| *r > Duration::ZERO) {
+                // Karn's rule: an RTT sample only from the ACK of the newest
+                // transmission of a packet whose own ACK has not come back yet. A
+                // duplicate, a replayed old DATA or a late ACK of a copy that was
+                // resent says nothing about the path's RTT now.
+                let newest = acked >= c.base
+                    && c.table
+                        .get((acked - c.base) as usize)
+                        .is_some_and(|e| e.in_flight && e.sent_at.as_ns() == fb.echo_timestamp_ns);
+                if let Some(rtt) = now
+                    .checked_since(echo)
+                    .filter(|r| newest && *r > Duration::ZERO)
+                {
                     let gain = c.cfg.delay_gain;
                     c.paths[path].on_rtt_sample(rtt, gain);
                     let fwd_ns = fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128;
