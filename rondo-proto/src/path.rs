@@ -37,9 +37,9 @@ pub struct PathState {
     /// probe's): a path silent since before its lost packets were sent, while
     /// others answer, is black-holed.
     pub(crate) last_feedback: Option<Instant>,
-    /// The send time (as echoed, ns) of the packet whose ACK gave this path's last
-    /// RTT sample: only newer ones give another (Karn, and replays).
-    pub(crate) last_sample_echo_ns: Option<u64>,
+    /// The send time (as echoed, ns) and PSN of the packet whose ACK gave this
+    /// path's last RTT sample: only later ones give another (Karn, and replays).
+    pub(crate) last_sample: Option<(u64, u64)>,
     /// PSNs of the probes sent on this path whose ACK has not come back, oldest
     /// first (at most [`MAX_PROBES_OUTSTANDING`]): only their ACKs are believed.
     pub(crate) probes_outstanding: std::collections::VecDeque<u32>,
@@ -82,7 +82,7 @@ impl PathState {
             consecutive_losses: 0,
             next_down_probe: Instant::MAX,
             last_feedback: None,
-            last_sample_echo_ns: None,
+            last_sample: None,
             probes_outstanding: std::collections::VecDeque::new(),
             counters: PathCounters::default(),
         }

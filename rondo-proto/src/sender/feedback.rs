@@ -83,17 +83,18 @@ impl Sender {
                 };
                 // Karn's rule: an RTT sample only from the ACK of a packet's newest
                 // transmission (while the packet is still in the table; a resent
-                // one's old copy echoes an older send time), and only from a send
-                // time newer than the path's last sample's (ACKs of one path come
-                // back in order; a duplicate, or a replayed old DATA, echoes an
-                // older one). Either says nothing about the path's RTT now.
+                // one's old copy echoes an older send time), and only from a
+                // (send time, PSN) after the path's last sample's (ACKs of one path
+                // come back in order, and packets sent in one burst share a send
+                // time; a duplicate, or a replayed old DATA, echoes an older one).
+                // Either says nothing about the path's RTT now.
                 let newest = acked < c.base
                     || c.table
                         .get((acked - c.base) as usize)
                         .is_some_and(|e| e.sent_at.as_ns() == fb.echo_timestamp_ns);
                 let fresh = c.paths[path]
-                    .last_sample_echo_ns
-                    .is_none_or(|t| fb.echo_timestamp_ns > t);
+                    .last_sample
+                    .is_none_or(|last| (fb.echo_timestamp_ns, acked) > last);
                 let newest = newest && fresh;
                 if let Some(rtt) = now
                     .checked_since(echo)
@@ -106,7 +107,7 @@ impl Sender {
                     c.paths[path].on_forward_delay_sample(fwd, gain, c.cfg.delay_stable_tolerance);
                     sample.rtt = Some(rtt);
                     sample.forward_delay_ps = Some(fwd);
-                    c.paths[path].last_sample_echo_ns = Some(fb.echo_timestamp_ns);
+                    c.paths[path].last_sample = Some((fb.echo_timestamp_ns, acked));
                 }
                 let p = &mut c.paths[path];
                 p.consecutive_losses = 0;
