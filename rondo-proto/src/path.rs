@@ -33,8 +33,22 @@ pub struct PathState {
     pub(crate) last_sent: Option<Instant>,
     pub(crate) consecutive_losses: u32,
     pub(crate) next_down_probe: Instant,
+    /// When an ACK or NAK last came back on this path (a data packet's or a
+    /// probe's): a path silent since before its lost packets were sent, while
+    /// others answer, is black-holed.
+    pub(crate) last_feedback: Option<Instant>,
+    /// The send time (as echoed, ns) and PSN of the packet whose ACK gave this
+    /// path's last RTT sample: only later ones give another (Karn, and replays).
+    pub(crate) last_sample: Option<(u64, u64)>,
+    /// PSNs of the probes sent on this path whose ACK has not come back, oldest
+    /// first (at most [`MAX_PROBES_OUTSTANDING`]): only their ACKs are believed.
+    pub(crate) probes_outstanding: std::collections::VecDeque<u32>,
     pub(crate) counters: PathCounters,
 }
+
+/// Most probes per path remembered as outstanding; the oldest is forgotten (as
+/// lost) beyond that.
+pub(crate) const MAX_PROBES_OUTSTANDING: usize = 256;
 
 /// Counters of one path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,6 +81,9 @@ impl PathState {
             last_sent: None,
             consecutive_losses: 0,
             next_down_probe: Instant::MAX,
+            last_feedback: None,
+            last_sample: None,
+            probes_outstanding: std::collections::VecDeque::new(),
             counters: PathCounters::default(),
         }
     }

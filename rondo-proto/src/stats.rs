@@ -161,6 +161,13 @@ pub struct SenderStats {
     pub path_downs: u64,
     /// ACKs or NAKs that referred to nothing this sender sent.
     pub bad_feedback: u64,
+    /// Probe ACKs for no probe outstanding on their path (forged, replayed or
+    /// duplicated): ignored.
+    pub unexpected_probe_acks: u64,
+    /// ACKs whose reported highest PSN lies beyond anything sent (a forged or
+    /// corrupt far-ahead DATA at the receiver): the ACK is used, that field is
+    /// not.
+    pub implausible_highest: u64,
     /// `poll_transmit` calls refused, sending nothing, because the buffer was
     /// shorter than the flow's `mtu` (a datagram is all or nothing). Anything but 0
     /// is a driver bug: the flow stalls until the driver offers `mtu` bytes.

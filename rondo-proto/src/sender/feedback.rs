@@ -28,6 +28,16 @@ impl Sender {
             return false;
         }
         if fb.of_probe {
+            // Only the ACK of a probe outstanding on this path is believed (a
+            // forged one would bring a dead path back or open its window). Probes
+            // on one path are served in order, so the ones before it were lost.
+            let out = &mut c.paths[path].probes_outstanding;
+            let Some(i) = out.iter().position(|&seq| seq == fb.acked_psn.0) else {
+                c.stats.unexpected_probe_acks += 1;
+                return false;
+            };
+            out.drain(..=i);
+            c.paths[path].last_feedback = Some(now);
             self.on_probe_ack(now, path, events);
             return true;
         }
@@ -45,10 +55,21 @@ impl Sender {
             && c.table
                 .get((acked - c.base) as usize)
                 .is_none_or(|e| e.tx_count == 0);
-        if acked >= sent_end || cum > sent_end || highest >= sent_end || never_sent {
+        if acked >= sent_end || cum > sent_end || never_sent {
             c.stats.bad_feedback += 1;
             return false;
         }
+        // A highest PSN beyond anything sent is something the receiver was fed
+        // (a forged far-ahead DATA): believing it would declare everything in
+        // flight lost, rejecting the ACK for it would stop the connection. The
+        // acknowledged PSN itself is known good.
+        let highest = if highest < sent_end {
+            highest
+        } else {
+            c.stats.implausible_highest += 1;
+            acked
+        };
+        c.paths[path].last_feedback = Some(now);
         let echo = Instant::from_ns(fb.echo_timestamp_ns);
         let ecn = common.flags.contains(Flags::ECN_ECHO);
         match nak {
@@ -60,7 +81,25 @@ impl Sender {
                     probe: false,
                     ecn,
                 };
-                if let Some(rtt) = now.checked_since(echo).filter(|r| *r > Duration::ZERO) {
+                // Karn's rule: an RTT sample only from the ACK of a packet's newest
+                // transmission (while the packet is still in the table; a resent
+                // one's old copy echoes an older send time), and only from a
+                // (send time, PSN) after the path's last sample's (ACKs of one path
+                // come back in order, and packets sent in one burst share a send
+                // time; a duplicate, or a replayed old DATA, echoes an older one).
+                // Either says nothing about the path's RTT now.
+                let newest = acked < c.base
+                    || c.table
+                        .get((acked - c.base) as usize)
+                        .is_some_and(|e| e.sent_at.as_ns() == fb.echo_timestamp_ns);
+                let fresh = c.paths[path]
+                    .last_sample
+                    .is_none_or(|last| (fb.echo_timestamp_ns, acked) > last);
+                let newest = newest && fresh;
+                if let Some(rtt) = now
+                    .checked_since(echo)
+                    .filter(|r| newest && *r > Duration::ZERO)
+                {
                     let gain = c.cfg.delay_gain;
                     c.paths[path].on_rtt_sample(rtt, gain);
                     let fwd_ns = fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128;
@@ -68,6 +107,7 @@ impl Sender {
                     c.paths[path].on_forward_delay_sample(fwd, gain, c.cfg.delay_stable_tolerance);
                     sample.rtt = Some(rtt);
                     sample.forward_delay_ps = Some(fwd);
+                    c.paths[path].last_sample = Some((fb.echo_timestamp_ns, acked));
                 }
                 let p = &mut c.paths[path];
                 p.consecutive_losses = 0;

@@ -75,15 +75,36 @@ impl Core {
     }
 
     /// The retransmission timer fired: everything in flight is lost (packets known
-    /// delivered just leave their path's inflight).
+    /// delivered just leave their path's inflight). A path that lost packets and
+    /// has been silent since before the oldest of them was sent, while another path
+    /// answered after that, is black-holed and leaves rotation at once (its window
+    /// may have shrunk below `path_down_losses` packets, and with a large
+    /// early-recovery threshold, as over a host stack, only the timer finds its
+    /// losses); its down probes bring it back when it answers again.
     pub(crate) fn on_rto(&mut self, now: Instant) {
+        let mut oldest_lost: Vec<Option<Instant>> = vec![None; self.paths.len()];
         for i in 0..self.table.len() {
             let e = self.table[i];
             if e.in_flight && e.acked {
                 self.table[i].in_flight = false;
                 self.paths[e.path as usize].inflight -= 1;
             } else if e.in_flight {
+                let oldest = &mut oldest_lost[e.path as usize];
+                *oldest = Some(oldest.map_or(e.sent_at, |t| t.min(e.sent_at)));
                 self.declare_lost(self.base + i as u64, now, true);
+            }
+        }
+        for (path, oldest) in oldest_lost.into_iter().enumerate() {
+            let Some(since) = oldest else { continue };
+            let p = &self.paths[path];
+            let silent = p.last_feedback.is_none_or(|t| t < since);
+            let others_answer = self.paths.iter().enumerate().any(|(q, o)| {
+                q != path
+                    && o.status == PathStatus::Up
+                    && o.last_feedback.is_some_and(|t| t >= since)
+            });
+            if silent && others_answer && p.status == PathStatus::Up {
+                self.take_path_down(path, now);
             }
         }
     }

@@ -218,6 +218,11 @@ impl Core {
         let len = repr.buffer_len_with_token(self.cfg.token);
         repr.emit_with_token(tx.take(path as u16, Priority::Probe, len), self.cfg.token)
             .ok()?;
+        let out = &mut self.paths[path].probes_outstanding;
+        if out.len() == crate::path::MAX_PROBES_OUTSTANDING {
+            out.pop_front();
+        }
+        out.push_back(self.probe_seq);
         self.probe_seq = self.probe_seq.wrapping_add(1);
         self.paths[path].counters.probes_sent += 1;
         self.stats.probes_sent += 1;

@@ -1,0 +1,313 @@
+//! What a hostile peer or a dead path can do to a connection that its sender owns
+//! (issue "Hostile peers, dead paths and stuck requests", the engine's bounds):
+//! each test forges or replays datagrams built from real ones, or black-holes a
+//! path, on two endpoints joined by a small fixed-delay network, and checks that the
+//! connection neither stalls nor believes what it was fed.
+
+use rondo_proto::wire::{self, Body, Repr};
+use rondo_proto::{
+    BufferConfig, ConnectionHandle, Duration, Endpoint, Event, FlowConfig, Host, Instant,
+    PathStatus, Psn, SharedBuffer,
+};
+use std::collections::BTreeMap;
+
+const TOKEN: Option<u64> = Some(0x5eed);
+const PATHS: u16 = 4;
+/// One-way delay of every path.
+const DELAY: Duration = Duration::from_us(5);
+
+/// Two endpoints, `a` sending to `b`, over `PATHS` paths of `DELAY` each way.
+/// Datagrams in flight are keyed by (arrival time, sequence) so that the run is
+/// deterministic.
+struct Net {
+    a: Endpoint,
+    b: Endpoint,
+    ha: ConnectionHandle,
+    hb: ConnectionHandle,
+    now: Instant,
+    seq: u64,
+    /// (arrival, seq) -> (to b?, path, datagram)
+    wire: BTreeMap<(Instant, u64), (bool, u16, Vec<u8>)>,
+    /// Paths that drop everything sent on them (both directions).
+    black_holed: Vec<u16>,
+    /// Every datagram `a` sent, in order.
+    sent_by_a: Vec<(u16, Vec<u8>)>,
+    /// Every datagram `b` sent, in order.
+    sent_by_b: Vec<(u16, Vec<u8>)>,
+    events_a: Vec<Event>,
+    events_b: Vec<Event>,
+}
+
+fn config() -> FlowConfig {
+    FlowConfig {
+        paths: PATHS,
+        token: TOKEN,
+        ..FlowConfig::default()
+    }
+}
+
+impl Net {
+    fn new(cfg: &FlowConfig) -> Net {
+        let buffer = || SharedBuffer::in_heap(BufferConfig::default()).unwrap();
+        let (mut a, mut b) = (Endpoint::new(buffer()), Endpoint::new(buffer()));
+        let ha = a.connect(Instant::ZERO, 1, 2, cfg).unwrap();
+        let hb = b.connect(Instant::ZERO, 2, 1, cfg).unwrap();
+        Net {
+            a,
+            b,
+            ha,
+            hb,
+            now: Instant::ZERO,
+            seq: 0,
+            wire: BTreeMap::new(),
+            black_holed: Vec::new(),
+            sent_by_a: Vec::new(),
+            sent_by_b: Vec::new(),
+            events_a: Vec::new(),
+            events_b: Vec::new(),
+        }
+    }
+
+    /// Puts `datagram` on the wire towards `b` (or `a`) on `path`, arriving after
+    /// `DELAY`.
+    fn inject(&mut self, to_b: bool, path: u16, datagram: Vec<u8>) {
+        self.seq += 1;
+        self.wire
+            .insert((self.now + DELAY, self.seq), (to_b, path, datagram));
+    }
+
+    fn transmit(&mut self) {
+        let mut buf = vec![0u8; 9000];
+        while let Some(t) = self.a.poll_transmit(self.now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            self.sent_by_a.push((t.path, d.clone()));
+            if !self.black_holed.contains(&t.path) {
+                self.inject(true, t.path, d);
+            }
+        }
+        while let Some(t) = self.b.poll_transmit(self.now, &mut buf) {
+            let d = buf[..t.len].to_vec();
+            self.sent_by_b.push((t.path, d.clone()));
+            if !self.black_holed.contains(&t.path) {
+                self.inject(false, t.path, d);
+            }
+        }
+    }
+
+    /// Runs until `until`: arrivals, timers and transmissions in time order.
+    fn run_until(&mut self, until: Instant) {
+        loop {
+            self.transmit();
+            let next_arrival = self.wire.keys().next().map(|k| k.0);
+            let next = [next_arrival, self.a.poll_timeout(), self.b.poll_timeout()]
+                .into_iter()
+                .flatten()
+                .min();
+            let Some(next) = next.filter(|&t| t <= until) else {
+                self.now = until;
+                break;
+            };
+            self.now = self.now.max(next);
+            while let Some(entry) = self.wire.first_entry() {
+                if entry.key().0 > self.now {
+                    break;
+                }
+                let (to_b, path, d) = entry.remove();
+                let host = if to_b { &mut self.b } else { &mut self.a };
+                host.handle_datagram(self.now, path, &d, false);
+            }
+            for (ep, h, events) in [
+                (&mut self.a, self.ha, &mut self.events_a),
+                (&mut self.b, self.hb, &mut self.events_b),
+            ] {
+                if ep.poll_timeout().is_some_and(|t| t <= self.now) {
+                    ep.handle_timeout(self.now);
+                }
+                while let Some(e) = ep.poll_event(h) {
+                    events.push(e);
+                }
+            }
+        }
+    }
+
+    fn delivered(&self, msg_id: u64) -> bool {
+        self.events_b
+            .iter()
+            .any(|e| matches!(e, Event::Received { msg_id: m, .. } if *m == msg_id))
+    }
+
+    fn completed(&self, msg_id: u64) -> bool {
+        self.events_a
+            .iter()
+            .any(|e| matches!(e, Event::SendComplete { msg_id: m } if *m == msg_id))
+    }
+}
+
+fn message(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 + 3) as u8).collect()
+}
+
+/// Parses a datagram of this test's connection.
+fn parse(d: &[u8]) -> Repr {
+    wire::parse(d).expect("our own datagram parses").0
+}
+
+/// Row 1: one sniffed DATA re-sent with its PSN moved 100,000 ahead. The
+/// receiver's highest PSN jumps and every ACK after it reports it; the sender
+/// used to reject all of them and the transfer died. Now those ACKs count, only
+/// their highest field does not.
+#[test]
+fn a_forged_far_ahead_data_does_not_stop_the_transfer() {
+    let mut net = Net::new(&config());
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(400_000))
+        .unwrap();
+    net.run_until(Instant::from_us(30));
+    let (path, d) = net
+        .sent_by_a
+        .iter()
+        .find(|(_, d)| matches!(parse(d).body, Body::Data(_)))
+        .cloned()
+        .expect("a DATA was sent");
+    let mut forged = parse(&d);
+    forged.common.psn = Psn(forged.common.psn.0.wrapping_add(100_000));
+    let Body::Data(data) = forged.body else {
+        unreachable!()
+    };
+    let payload = vec![0xee; data.payload_len];
+    net.inject(true, path, forged.to_datagram(&payload, TOKEN).unwrap());
+    net.run_until(Instant::from_us(20_000));
+    let stats = net.a.connection(net.ha).sender_stats();
+    assert!(
+        stats.implausible_highest > 0,
+        "the forged highest was reported"
+    );
+    assert!(
+        net.completed(1) && net.delivered(1),
+        "the transfer finished"
+    );
+    assert!(!net.a.connection(net.ha).is_failed());
+}
+
+/// Row 3: old DATA replayed 100 times, 2 ms after it was first sent: each copy
+/// gets an ACK echoing its old timestamp. Only the ACK of a packet's newest
+/// transmission gives an RTT sample (Karn), so the path's srtt stays near the
+/// 10 us the network has, where it used to grow to milliseconds.
+#[test]
+fn replayed_data_gives_no_rtt_sample() {
+    let mut net = Net::new(&config());
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(200_000))
+        .unwrap();
+    net.run_until(Instant::from_us(200));
+    let old: Vec<(u16, Vec<u8>)> = net
+        .sent_by_a
+        .iter()
+        .filter(|(_, d)| matches!(parse(d).body, Body::Data(_)))
+        .take(10)
+        .cloned()
+        .collect();
+    net.run_until(Instant::from_us(2_000));
+    for _ in 0..10 {
+        for (path, d) in &old {
+            net.inject(true, *path, d.clone());
+        }
+    }
+    net.run_until(Instant::from_us(2_100));
+    for (i, p) in net.a.connection(net.ha).paths().iter().enumerate() {
+        let srtt = p.srtt().expect("every path was sampled");
+        assert!(
+            srtt < Duration::from_us(100),
+            "path {i}: srtt {srtt:?} after replays (the network's RTT is 10 us)"
+        );
+    }
+    net.a.post(net.ha, net.now, 2, message(200_000)).unwrap();
+    net.run_until(Instant::from_us(4_000));
+    assert!(net.completed(2));
+}
+
+/// Row 4: probe ACKs forged from a real ACK while no probe is outstanding: a
+/// black-holed path that went down stays down, and the forgeries are counted.
+#[test]
+fn probe_acks_for_no_outstanding_probe_are_ignored() {
+    let cfg = FlowConfig {
+        down_probe_interval: Duration::from_ms(10_000),
+        path_down_losses: 2,
+        ..config()
+    };
+    let mut net = Net::new(&cfg);
+    net.black_holed.push(0);
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(2_000_000))
+        .unwrap();
+    net.run_until(Instant::from_us(30_000));
+    assert_eq!(
+        net.a.connection(net.ha).paths()[0].status(),
+        PathStatus::Down,
+        "the black-holed path went down"
+    );
+    let ups_before = net
+        .events_a
+        .iter()
+        .filter(|e| matches!(e, Event::PathUp { .. }))
+        .count();
+    let (_, real_ack) = net
+        .sent_by_b
+        .iter()
+        .rev()
+        .find(|(_, d)| matches!(parse(d).body, Body::Ack(_)))
+        .cloned()
+        .expect("b acknowledged something");
+    let mut forged = parse(&real_ack);
+    let Body::Ack(mut fb) = forged.body else {
+        unreachable!()
+    };
+    fb.of_probe = true;
+    fb.acked_path = 0;
+    for seq in 0..50 {
+        fb.acked_psn = Psn(1_000 + seq);
+        forged.body = Body::Ack(fb);
+        net.inject(false, 1, forged.to_datagram(&[], TOKEN).unwrap());
+    }
+    net.run_until(net.now + Duration::from_ms(1));
+    let conn = net.a.connection(net.ha);
+    assert_eq!(conn.paths()[0].status(), PathStatus::Down);
+    let ups_after = net
+        .events_a
+        .iter()
+        .filter(|e| matches!(e, Event::PathUp { .. }))
+        .count();
+    assert_eq!(
+        ups_before, ups_after,
+        "no forged probe ACK brought path 0 up"
+    );
+    assert_eq!(conn.sender_stats().unexpected_probe_acks, 50);
+}
+
+/// Row 9: one of four paths black-holed with a host-stack early-recovery
+/// threshold (1024 packets), so that only the retransmission timer finds its
+/// losses. Those losses now count toward taking the path down, because the path
+/// stayed silent while the others answered: it goes down and the transfer ends.
+#[test]
+fn a_black_holed_path_goes_down_when_only_the_timer_finds_its_losses() {
+    let cfg = FlowConfig {
+        early_recovery_threshold: 1024,
+        ..config()
+    };
+    let mut net = Net::new(&cfg);
+    net.black_holed.push(2);
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(3_000_000))
+        .unwrap();
+    net.run_until(Instant::from_us(200_000));
+    assert!(
+        net.events_a
+            .iter()
+            .any(|e| matches!(e, Event::PathDown { path: 2 })),
+        "path 2 was taken down"
+    );
+    assert!(
+        net.completed(1) && net.delivered(1),
+        "the transfer finished"
+    );
+}
