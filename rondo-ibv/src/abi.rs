@@ -256,7 +256,8 @@ pub struct ibv_qp_init_attr_ex {
     pub send_ops_flags: u64,
 }
 
-#[repr(C)]
+/// 8-aligned: `union ibv_gid` holds two `__be64`s.
+#[repr(C, align(8))]
 #[derive(Clone, Copy, Default)]
 pub struct ibv_global_route {
     pub dgid: [u8; 16],
@@ -386,7 +387,8 @@ pub struct ibv_port_attr {
 /// Size of `struct _compat_ibv_port_attr`: `ibv_port_attr` up to `flags`.
 pub const COMPAT_PORT_ATTR_LEN: usize = 48;
 
-#[repr(C)]
+/// 8-aligned, as `union ibv_gid`.
+#[repr(C, align(8))]
 #[derive(Clone, Copy, Default)]
 pub struct ibv_gid_entry {
     pub gid: [u8; 16],
@@ -495,7 +497,7 @@ layout! {
     ibv_qp_init_attr_ex { size 136, cap @ 32, qp_type @ 52, sq_sig_all @ 56, comp_mask @ 60, pd @ 64, create_flags @ 80, source_qpn @ 120, send_ops_flags @ 128 }
     ibv_global_route { size 24, dgid @ 0, flow_label @ 16, sgid_index @ 20, hop_limit @ 21, traffic_class @ 22 }
     ibv_ah_attr { size 32, grh @ 0, dlid @ 24, sl @ 26, src_path_bits @ 27, static_rate @ 28, is_global @ 29, port_num @ 30 }
-    ibv_qp_attr { size 140, qp_state @ 0, path_mtu @ 8, qkey @ 16, rq_psn @ 20, sq_psn @ 24, dest_qp_num @ 28, qp_access_flags @ 32, cap @ 36, ah_attr @ 56, alt_ah_attr @ 88, pkey_index @ 120, max_rd_atomic @ 126, max_dest_rd_atomic @ 127, min_rnr_timer @ 128, port_num @ 129, timeout @ 130, retry_cnt @ 131, rnr_retry @ 132, rate_limit @ 136 }
+    ibv_qp_attr { size 144, qp_state @ 0, path_mtu @ 8, qkey @ 16, rq_psn @ 20, sq_psn @ 24, dest_qp_num @ 28, qp_access_flags @ 32, cap @ 36, ah_attr @ 56, alt_ah_attr @ 88, pkey_index @ 120, max_rd_atomic @ 126, max_dest_rd_atomic @ 127, min_rnr_timer @ 128, port_num @ 129, timeout @ 130, retry_cnt @ 131, rnr_retry @ 132, rate_limit @ 136 }
     ibv_device_attr { size 232, node_guid @ 64, max_mr_size @ 80, vendor_id @ 96, vendor_part_id @ 100, max_qp @ 108, max_qp_wr @ 112, max_sge @ 120, max_cqe @ 132, max_qp_rd_atom @ 144, max_qp_init_rd_atom @ 156, atomic_cap @ 164, max_srq @ 212, max_pkeys @ 224, phys_port_cnt @ 227 }
     ibv_port_attr { size 52, state @ 0, max_mtu @ 4, active_mtu @ 8, gid_tbl_len @ 12, port_cap_flags @ 16, max_msg_sz @ 20, pkey_tbl_len @ 32, lid @ 34, sm_lid @ 36, lmc @ 38, max_vl_num @ 39, active_width @ 43, active_speed @ 44, phys_state @ 45, link_layer @ 46, flags @ 47, port_cap_flags2 @ 48 }
     ibv_gid_entry { size 32, gid @ 0, gid_index @ 16, port_num @ 20, gid_type @ 24, ndev_ifindex @ 28 }
@@ -531,6 +533,7 @@ pub fn slot_table() -> String {
         ("wr.wr_complete", wr_at(wr::COMPLETE)),
         ("wr.wr_abort", wr_at(wr::ABORT)),
         ("wr.wr_atomic_write", wr_at(wr::ATOMIC_WRITE)),
+        ("sizeof.ibv_context_ops", ops::COUNT * 8),
     ]
     .iter()
     .map(|(n, o)| format!("{n} {o}\n"))

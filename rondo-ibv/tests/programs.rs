@@ -42,10 +42,15 @@ fn perftest_bandwidth_tests_complete_every_size() {
     for prog in ["ib_write_bw", "ib_send_bw", "ib_read_bw"] {
         let r = pair(prog, &["-d", "rondo0", "-a", "-n", n], "-p", &[], LIMIT);
         both_ok(prog, &r, Some(ALL_SIZES));
-        // Sane numbers: every row's average bandwidth is positive and below 100 GB/s.
-        for row in rows(&r.1.text) {
-            assert!(row[3] > 0.0 && row[3] < 100_000.0, "{prog}: {row:?}");
+        // Sane numbers: the sizes 2 B to 8 MiB in order, every average bandwidth
+        // below 100 GB/s, and the 8 MiB one above 1 MB/s (tiny sizes with 5
+        // iterations may round to 0.00 MB/s).
+        let rows = rows(&r.1.text);
+        for (i, row) in rows.iter().enumerate() {
+            assert_eq!(row[0], (2u64 << i) as f64, "{prog}: {row:?}");
+            assert!((0.0..100_000.0).contains(&row[3]), "{prog}: {row:?}");
         }
+        assert!(rows[ALL_SIZES - 1][3] > 1.0, "{prog}: {:?}", rows[ALL_SIZES - 1]);
     }
 }
 
