@@ -10,11 +10,12 @@ use std::time::{Duration, Instant};
 /// One program pair at a time: the host is small and shared.
 pub static SERIAL: Mutex<()> = Mutex::new(());
 
-/// `librondo_ibv.so` next to the test executable's directory (`target/<profile>`).
+/// The `librondo_ibv.so` cargo built with this test: beside the test executable
+/// (`target/<profile>/deps`; `cargo build` copies it up to `target/<profile>`).
 pub fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    let dir = exe.parent().and_then(|d| d.parent()).expect("target/<profile>");
-    let lib = dir.join("librondo_ibv.so");
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let lib = deps.join("librondo_ibv.so");
     assert!(lib.exists(), "{} not built (cargo builds the cdylib with the tests)", lib.display());
     lib
 }
