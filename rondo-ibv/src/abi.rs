@@ -526,7 +526,10 @@ pub fn slot_table() -> String {
         ("wr.wr_send", wr_at(wr::SEND)),
         ("wr.wr_send_imm", wr_at(wr::SEND_IMM)),
         ("wr.wr_set_inline_data", wr_at(wr::SET_INLINE_DATA)),
-        ("wr.wr_set_inline_data_list", wr_at(wr::SET_INLINE_DATA_LIST)),
+        (
+            "wr.wr_set_inline_data_list",
+            wr_at(wr::SET_INLINE_DATA_LIST),
+        ),
         ("wr.wr_set_sge", wr_at(wr::SET_SGE)),
         ("wr.wr_set_sge_list", wr_at(wr::SET_SGE_LIST)),
         ("wr.wr_start", wr_at(wr::START)),

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `RONDO_IBV_IP` | IPv4 address of `rondo0` (its GID is `::ffff:<ip>`) | the first non-loopback IPv4 address, else 127.0.0.1 |
 //! | `RONDO_IBV_PATHS` | paths each QP sprays over (one UDP socket each); both ends the same | 4 |
-//! | `RONDO_IBV_MTU` | datagram size in bytes (engine header included); both ends the same | 9000 |
+//! | `RONDO_IBV_MTU` | datagram size in bytes (engine and verbs headers included: 4196 carries 4096 bytes of data, as a RoCE packet at MTU 4096, and `rondo perf`'s default); both ends the same | 4196 |
 //! | `RONDO_IBV_PEER` | peer address for programs that exchange no GID (`ibv_rc_pingpong` without `-g`, qperf) | the local address |
 //! | `RONDO_IBV_VENDOR` | `mlx5`: report a ConnectX-6 so perftest takes its `ibv_wr_*`/inline path | none |
 //! | `RONDO_IBV_LOSS`, `RONDO_IBV_REORDER` | fault injection on arrival: probability of a drop, of a reordering | 0 |
@@ -105,7 +105,7 @@ impl Config {
         let mtu = parse(
             &get,
             "RONDO_IBV_MTU",
-            9000usize,
+            4196usize,
             "give a datagram size of 512 to 9216 bytes",
             |m| (512..=9216).contains(m),
         )?;
@@ -128,9 +128,27 @@ impl Config {
             }
         };
         let prob = |p: &f64| (0.0..1.0).contains(p);
-        let loss = parse(&get, "RONDO_IBV_LOSS", 0.0, "give a probability in [0, 1)", prob)?;
-        let reorder = parse(&get, "RONDO_IBV_REORDER", 0.0, "give a probability in [0, 1)", prob)?;
-        let seed = parse(&get, "RONDO_IBV_SEED", 1u64, "give an unsigned integer", |_| true)?;
+        let loss = parse(
+            &get,
+            "RONDO_IBV_LOSS",
+            0.0,
+            "give a probability in [0, 1)",
+            prob,
+        )?;
+        let reorder = parse(
+            &get,
+            "RONDO_IBV_REORDER",
+            0.0,
+            "give a probability in [0, 1)",
+            prob,
+        )?;
+        let seed = parse(
+            &get,
+            "RONDO_IBV_SEED",
+            1u64,
+            "give an unsigned integer",
+            |_| true,
+        )?;
         let debug = get("RONDO_IBV_DEBUG").is_some_and(|v| !v.is_empty() && v != "0");
         Ok(Config {
             ip,
@@ -181,14 +199,17 @@ fn first_non_loopback() -> Option<Ipv4Addr> {
 mod tests {
     use super::*;
 
-    fn vars(v: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + '_ {
+    fn vars<'a>(v: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |k| v.iter().find(|(n, _)| *n == k).map(|(_, x)| x.to_string())
     }
 
     #[test]
     fn defaults_and_overrides_parse_and_bad_values_are_named() {
         let c = Config::from_vars(vars(&[("RONDO_IBV_IP", "127.0.0.1")])).unwrap();
-        assert_eq!((c.paths, c.mtu, c.peer, c.vendor), (4, 9000, Ipv4Addr::LOCALHOST, Vendor::Rondo));
+        assert_eq!(
+            (c.paths, c.mtu, c.peer, c.vendor),
+            (4, 4196, Ipv4Addr::LOCALHOST, Vendor::Rondo)
+        );
         let c = Config::from_vars(vars(&[
             ("RONDO_IBV_IP", "10.0.0.1"),
             ("RONDO_IBV_PEER", "10.0.0.2"),
@@ -199,7 +220,10 @@ mod tests {
             ("RONDO_IBV_DEBUG", "1"),
         ]))
         .unwrap();
-        assert_eq!((c.paths, c.mtu, c.vendor, c.loss, c.debug), (8, 4096, Vendor::Mlx5, 0.01, true));
+        assert_eq!(
+            (c.paths, c.mtu, c.vendor, c.loss, c.debug),
+            (8, 4096, Vendor::Mlx5, 0.01, true)
+        );
         assert_eq!(c.peer, Ipv4Addr::new(10, 0, 0, 2));
         for (k, v) in [
             ("RONDO_IBV_PATHS", "0"),

@@ -41,7 +41,11 @@ impl Link {
         }
         self.qp.connect(peer).map_err(|e| e.to_string())?;
         *p = Some(peer.qpn);
-        debug!("QP {:#x} connected to peer QP {:#x}", self.qp.qp_num(), peer.qpn);
+        debug!(
+            "QP {:#x} connected to peer QP {:#x}",
+            self.qp.qp_num(),
+            peer.qpn
+        );
         Ok(())
     }
 
@@ -61,7 +65,10 @@ pub struct Listener {
 
 impl Listener {
     /// Listens on `ip`, an ephemeral port, answering for the QPs of `qps`.
-    pub fn start(ip: Ipv4Addr, qps: Arc<Mutex<HashMap<u32, Arc<Link>>>>) -> std::io::Result<Listener> {
+    pub fn start(
+        ip: Ipv4Addr,
+        qps: Arc<Mutex<HashMap<u32, Arc<Link>>>>,
+    ) -> std::io::Result<Listener> {
         let l = TcpListener::bind((ip, 0))?;
         let addr = l.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
@@ -120,7 +127,8 @@ fn frame(b: &[u8]) -> Vec<u8> {
 }
 
 fn serve(mut s: TcpStream, qps: &Mutex<HashMap<u32, Arc<Link>>>) -> Result<(), String> {
-    s.set_read_timeout(Some(SETUP_TIMEOUT)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(SETUP_TIMEOUT))
+        .map_err(|e| e.to_string())?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     let mut head = [0u8; 8];
     s.read_exact(&mut head).map_err(|e| e.to_string())?;
@@ -132,7 +140,10 @@ fn serve(mut s: TcpStream, qps: &Mutex<HashMap<u32, Arc<Link>>>) -> Result<(), S
     let link = lock(qps).get(&qpn).cloned();
     let reply = match link {
         None => vec![NO_QP],
-        Some(link) => match QpEndpoint::from_bytes(&peer).map_err(|e| e.to_string()).and_then(|p| link.connect(&p)) {
+        Some(link) => match QpEndpoint::from_bytes(&peer)
+            .map_err(|e| e.to_string())
+            .and_then(|p| link.connect(&p))
+        {
             Ok(()) => {
                 let mut r = vec![OK];
                 r.extend(frame(&link.qp.endpoint().to_bytes()));
@@ -154,17 +165,23 @@ pub fn connect_to(link: &Link, at: SocketAddr, dest_qpn: u32) -> Result<(), Stri
     if link.connected() {
         return Ok(());
     }
-    debug!("QP {:#x}: set-up with {at}, peer QP {dest_qpn:#x}", link.qp.qp_num());
-    let mut s = TcpStream::connect_timeout(&at, SETUP_TIMEOUT)
-        .map_err(|e| format!("cannot reach the peer's rondo-ibv listener at {at} (from its GID and LID): {e}"))?;
-    s.set_read_timeout(Some(SETUP_TIMEOUT)).map_err(|e| e.to_string())?;
+    debug!(
+        "QP {:#x}: set-up with {at}, peer QP {dest_qpn:#x}",
+        link.qp.qp_num()
+    );
+    let mut s = TcpStream::connect_timeout(&at, SETUP_TIMEOUT).map_err(|e| {
+        format!("cannot reach the peer's rondo-ibv listener at {at} (from its GID and LID): {e}")
+    })?;
+    s.set_read_timeout(Some(SETUP_TIMEOUT))
+        .map_err(|e| e.to_string())?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     let mut req = MAGIC.to_vec();
     req.extend_from_slice(&dest_qpn.to_be_bytes());
     req.extend(frame(&link.qp.endpoint().to_bytes()));
     s.write_all(&req).map_err(|e| e.to_string())?;
     let mut status = [0u8; 1];
-    s.read_exact(&mut status).map_err(|e| format!("set-up reply from {at}: {e}"))?;
+    s.read_exact(&mut status)
+        .map_err(|e| format!("set-up reply from {at}: {e}"))?;
     match status[0] {
         OK => {
             let b = read_frame(&mut s).map_err(|e| e.to_string())?;
@@ -174,7 +191,10 @@ pub fn connect_to(link: &Link, at: SocketAddr, dest_qpn: u32) -> Result<(), Stri
         NO_QP => Err(format!("the peer at {at} has no QP {dest_qpn:#x}")),
         _ => {
             let b = read_frame(&mut s).map_err(|e| e.to_string())?;
-            Err(format!("the peer at {at} refused: {}", String::from_utf8_lossy(&b)))
+            Err(format!(
+                "the peer at {at} refused: {}",
+                String::from_utf8_lossy(&b)
+            ))
         }
     }
 }

@@ -56,9 +56,13 @@ fn config() -> Result<&'static crate::config::Config, c_int> {
 pub unsafe extern "C" fn ibv_get_device_list(num: *mut c_int) -> *mut *mut ibv_device {
     guard(null_mut(), || {
         let mut n: c_int = 0;
-        let real = next!(ibv_get_device_list, "IBVERBS_1.1", fn(*mut c_int) -> *mut *mut ibv_device)
-            // SAFETY: the real function with its own contract.
-            .map_or(null_mut(), |f| unsafe { f(&mut n) });
+        let real = next!(
+            ibv_get_device_list,
+            "IBVERBS_1.1",
+            fn(*mut c_int) -> *mut *mut ibv_device
+        )
+        // SAFETY: the real function with its own contract.
+        .map_or(null_mut(), |f| unsafe { f(&mut n) });
         let mut v = vec![global().device as *mut ibv_device];
         if !real.is_null() {
             for i in 0..n.max(0) as usize {
@@ -87,7 +91,11 @@ pub unsafe extern "C" fn ibv_free_device_list(list: *mut *mut ibv_device) {
         match entry {
             Some((real, len)) => {
                 if real != 0 {
-                    if let Some(f) = next!(ibv_free_device_list, "IBVERBS_1.1", fn(*mut *mut ibv_device)) {
+                    if let Some(f) = next!(
+                        ibv_free_device_list,
+                        "IBVERBS_1.1",
+                        fn(*mut *mut ibv_device)
+                    ) {
                         // SAFETY: the list the real ibv_get_device_list returned.
                         unsafe { f(real as *mut *mut ibv_device) };
                     }
@@ -96,7 +104,11 @@ pub unsafe extern "C" fn ibv_free_device_list(list: *mut *mut ibv_device) {
                 drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(list, len)) });
             }
             None => {
-                if let Some(f) = next!(ibv_free_device_list, "IBVERBS_1.1", fn(*mut *mut ibv_device)) {
+                if let Some(f) = next!(
+                    ibv_free_device_list,
+                    "IBVERBS_1.1",
+                    fn(*mut *mut ibv_device)
+                ) {
                     // SAFETY: not ours: the real library's.
                     unsafe { f(list) };
                 }
@@ -112,9 +124,13 @@ pub unsafe extern "C" fn ibv_get_device_name(dev: *mut ibv_device) -> *const c_c
         // SAFETY: our device lives forever.
         return unsafe { (*dev).name.as_ptr() };
     }
-    next!(ibv_get_device_name, "IBVERBS_1.1", fn(*mut ibv_device) -> *const c_char)
-        // SAFETY: not ours: the real library's.
-        .map_or(std::ptr::null(), |f| unsafe { f(dev) })
+    next!(
+        ibv_get_device_name,
+        "IBVERBS_1.1",
+        fn(*mut ibv_device) -> *const c_char
+    )
+    // SAFETY: not ours: the real library's.
+    .map_or(std::ptr::null(), |f| unsafe { f(dev) })
 }
 
 /// `ibv_get_device_guid` (network order).
@@ -123,9 +139,13 @@ pub unsafe extern "C" fn ibv_get_device_guid(dev: *mut ibv_device) -> u64 {
     if is_ours(dev) {
         return config().map_or(0, |c| guid_of(c.ip));
     }
-    next!(ibv_get_device_guid, "IBVERBS_1.1", fn(*mut ibv_device) -> u64)
-        // SAFETY: not ours.
-        .map_or(0, |f| unsafe { f(dev) })
+    next!(
+        ibv_get_device_guid,
+        "IBVERBS_1.1",
+        fn(*mut ibv_device) -> u64
+    )
+    // SAFETY: not ours.
+    .map_or(0, |f| unsafe { f(dev) })
 }
 
 /// `ibv_get_device_index`: -1 for `rondo0` (it has no kernel index).
@@ -134,9 +154,13 @@ pub unsafe extern "C" fn ibv_get_device_index(dev: *mut ibv_device) -> c_int {
     if is_ours(dev) {
         return -1;
     }
-    next!(ibv_get_device_index, "IBVERBS_1.9", fn(*mut ibv_device) -> c_int)
-        // SAFETY: not ours.
-        .map_or(-1, |f| unsafe { f(dev) })
+    next!(
+        ibv_get_device_index,
+        "IBVERBS_1.9",
+        fn(*mut ibv_device) -> c_int
+    )
+    // SAFETY: not ours.
+    .map_or(-1, |f| unsafe { f(dev) })
 }
 
 fn ops_table() -> [usize; ops::COUNT] {
@@ -160,9 +184,13 @@ fn vctx_table() -> [usize; vctx::COUNT] {
 #[no_mangle]
 pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_context {
     if !is_ours(dev) {
-        return next!(ibv_open_device, "IBVERBS_1.1", fn(*mut ibv_device) -> *mut ibv_context)
-            // SAFETY: not ours.
-            .map_or(fail(libc::ENODEV), |f| unsafe { f(dev) });
+        return next!(
+            ibv_open_device,
+            "IBVERBS_1.1",
+            fn(*mut ibv_device) -> *mut ibv_context
+        )
+        // SAFETY: not ours.
+        .map_or(fail(libc::ENODEV), |f| unsafe { f(dev) });
     }
     guard(fail(libc::EIO), || {
         let cfg = match config() {
@@ -174,7 +202,10 @@ pub unsafe extern "C" fn ibv_open_device(dev: *mut ibv_device) -> *mut ibv_conte
                 let c = Box::leak(c);
                 debug!(
                     "opened {DEVICE_NAME}: {} paths from {}, MTU {}, LID {}",
-                    cfg.paths, cfg.ip, cfg.mtu, c.lid()
+                    cfg.paths,
+                    cfg.ip,
+                    cfg.mtu,
+                    c.lid()
                 );
                 c.handle()
             }
@@ -201,9 +232,13 @@ pub unsafe extern "C" fn ibv_close_device(ctx: *mut ibv_context) -> c_int {
             drop(unsafe { Box::from_raw(c as *mut Ctx) });
             0
         }),
-        None => next!(ibv_close_device, "IBVERBS_1.1", fn(*mut ibv_context) -> c_int)
-            // SAFETY: not ours.
-            .map_or(libc::ENODEV, |f| unsafe { f(ctx) }),
+        None => next!(
+            ibv_close_device,
+            "IBVERBS_1.1",
+            fn(*mut ibv_context) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(libc::ENODEV, |f| unsafe { f(ctx) }),
     }
 }
 
@@ -241,7 +276,10 @@ fn device_attr(c: &Ctx) -> ibv_device_attr {
 
 /// `ibv_query_device`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_device(ctx: *mut ibv_context, attr: *mut ibv_device_attr) -> c_int {
+pub unsafe extern "C" fn ibv_query_device(
+    ctx: *mut ibv_context,
+    attr: *mut ibv_device_attr,
+) -> c_int {
     // SAFETY: the caller's live context.
     match unsafe { ctx_of(ctx) } {
         Some(c) => guard(libc::EIO, || {
@@ -249,9 +287,13 @@ pub unsafe extern "C" fn ibv_query_device(ctx: *mut ibv_context, attr: *mut ibv_
             unsafe { attr.write(device_attr(c)) };
             0
         }),
-        None => next!(ibv_query_device, "IBVERBS_1.1", fn(*mut ibv_context, *mut ibv_device_attr) -> c_int)
-            // SAFETY: not ours.
-            .map_or(libc::ENODEV, |f| unsafe { f(ctx, attr) }),
+        None => next!(
+            ibv_query_device,
+            "IBVERBS_1.1",
+            fn(*mut ibv_context, *mut ibv_device_attr) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(libc::ENODEV, |f| unsafe { f(ctx, attr) }),
     }
 }
 
@@ -266,9 +308,9 @@ fn port_attr(c: &Ctx) -> ibv_port_attr {
         pkey_tbl_len: 1,
         lid: c.lid(),
         max_vl_num: 1,
-        active_width: 2, // 4x
+        active_width: 2,  // 4x
         active_speed: 32, // EDR
-        phys_state: 5,   // LinkUp
+        phys_state: 5,    // LinkUp
         link_layer: IBV_LINK_LAYER_ETHERNET,
         ..ibv_port_attr::default()
     }
@@ -291,30 +333,52 @@ unsafe fn write_port(c: &Ctx, port: u8, out: *mut u8, len: usize) -> c_int {
 
 /// `ibv_query_port` (exported): the 48-byte `struct _compat_ibv_port_attr`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_port(ctx: *mut ibv_context, port: u8, attr: *mut c_void) -> c_int {
+pub unsafe extern "C" fn ibv_query_port(
+    ctx: *mut ibv_context,
+    port: u8,
+    attr: *mut c_void,
+) -> c_int {
     // SAFETY: the caller's live context.
     match unsafe { ctx_of(ctx) } {
         // SAFETY: the compat struct is COMPAT_PORT_ATTR_LEN bytes.
-        Some(c) => guard(libc::EIO, || unsafe { write_port(c, port, attr.cast(), COMPAT_PORT_ATTR_LEN) }),
-        None => next!(ibv_query_port, "IBVERBS_1.1", fn(*mut ibv_context, u8, *mut c_void) -> c_int)
-            // SAFETY: not ours.
-            .map_or(libc::ENODEV, |f| unsafe { f(ctx, port, attr) }),
+        Some(c) => guard(libc::EIO, || unsafe {
+            write_port(c, port, attr.cast(), COMPAT_PORT_ATTR_LEN)
+        }),
+        None => next!(
+            ibv_query_port,
+            "IBVERBS_1.1",
+            fn(*mut ibv_context, u8, *mut c_void) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(libc::ENODEV, |f| unsafe { f(ctx, port, attr) }),
     }
 }
 
 /// `verbs_context::query_port`: `len` bytes of `struct ibv_port_attr`.
-unsafe extern "C" fn query_port_ex(ctx: *mut ibv_context, port: u8, attr: *mut ibv_port_attr, len: usize) -> c_int {
+unsafe extern "C" fn query_port_ex(
+    ctx: *mut ibv_context,
+    port: u8,
+    attr: *mut ibv_port_attr,
+    len: usize,
+) -> c_int {
     // SAFETY: only our contexts have this table.
     match unsafe { ctx_of(ctx) } {
         // SAFETY: the caller's struct is `len` bytes.
-        Some(c) => guard(libc::EIO, || unsafe { write_port(c, port, attr.cast(), len) }),
+        Some(c) => guard(libc::EIO, || unsafe {
+            write_port(c, port, attr.cast(), len)
+        }),
         None => libc::ENODEV,
     }
 }
 
 /// `ibv_query_gid`: index 0 is `::ffff:<ip>`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut [u8; 16]) -> c_int {
+pub unsafe extern "C" fn ibv_query_gid(
+    ctx: *mut ibv_context,
+    port: u8,
+    index: c_int,
+    gid: *mut [u8; 16],
+) -> c_int {
     // SAFETY: the caller's live context.
     match unsafe { ctx_of(ctx) } {
         Some(c) => {
@@ -325,9 +389,13 @@ pub unsafe extern "C" fn ibv_query_gid(ctx: *mut ibv_context, port: u8, index: c
             unsafe { gid.write(c.gid()) };
             0
         }
-        None => next!(ibv_query_gid, "IBVERBS_1.1", fn(*mut ibv_context, u8, c_int, *mut [u8; 16]) -> c_int)
-            // SAFETY: not ours.
-            .map_or(-1, |f| unsafe { f(ctx, port, index, gid) }),
+        None => next!(
+            ibv_query_gid,
+            "IBVERBS_1.1",
+            fn(*mut ibv_context, u8, c_int, *mut [u8; 16]) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(-1, |f| unsafe { f(ctx, port, index, gid) }),
     }
 }
 
@@ -361,15 +429,26 @@ pub unsafe extern "C" fn _ibv_query_gid_ex(
             unsafe { entry.write(e) };
             0
         }
-        None => next!(_ibv_query_gid_ex, "IBVERBS_1.11", fn(*mut ibv_context, u32, u32, *mut ibv_gid_entry, u32, usize) -> c_int)
-            // SAFETY: not ours.
-            .map_or(libc::ENODEV, |f| unsafe { f(ctx, port, index, entry, flags, size) }),
+        None => next!(
+            _ibv_query_gid_ex,
+            "IBVERBS_1.11",
+            fn(*mut ibv_context, u32, u32, *mut ibv_gid_entry, u32, usize) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(libc::ENODEV, |f| unsafe {
+            f(ctx, port, index, entry, flags, size)
+        }),
     }
 }
 
 /// `ibv_query_gid_type` (private): RoCE v2 in the sysfs enum.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_gid_type(ctx: *mut ibv_context, port: u8, index: u32, ty: *mut u32) -> c_int {
+pub unsafe extern "C" fn ibv_query_gid_type(
+    ctx: *mut ibv_context,
+    port: u8,
+    index: u32,
+    ty: *mut u32,
+) -> c_int {
     // SAFETY: the caller's live context.
     match unsafe { ctx_of(ctx) } {
         Some(_) => {
@@ -380,15 +459,24 @@ pub unsafe extern "C" fn ibv_query_gid_type(ctx: *mut ibv_context, port: u8, ind
             unsafe { ty.write(IBV_GID_TYPE_SYSFS_ROCE_V2) };
             0
         }
-        None => next!(ibv_query_gid_type, "IBVERBS_PRIVATE_34", fn(*mut ibv_context, u8, u32, *mut u32) -> c_int)
-            // SAFETY: not ours.
-            .map_or(libc::ENODEV, |f| unsafe { f(ctx, port, index, ty) }),
+        None => next!(
+            ibv_query_gid_type,
+            "IBVERBS_PRIVATE_34",
+            fn(*mut ibv_context, u8, u32, *mut u32) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(libc::ENODEV, |f| unsafe { f(ctx, port, index, ty) }),
     }
 }
 
 /// `ibv_query_pkey`: the default P_Key.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_pkey(ctx: *mut ibv_context, port: u8, index: c_int, pkey: *mut u16) -> c_int {
+pub unsafe extern "C" fn ibv_query_pkey(
+    ctx: *mut ibv_context,
+    port: u8,
+    index: c_int,
+    pkey: *mut u16,
+) -> c_int {
     // SAFETY: the caller's live context.
     match unsafe { ctx_of(ctx) } {
         Some(_) => {
@@ -399,9 +487,13 @@ pub unsafe extern "C" fn ibv_query_pkey(ctx: *mut ibv_context, port: u8, index: 
             unsafe { pkey.write(0xffffu16.to_be()) };
             0
         }
-        None => next!(ibv_query_pkey, "IBVERBS_1.1", fn(*mut ibv_context, u8, c_int, *mut u16) -> c_int)
-            // SAFETY: not ours.
-            .map_or(-1, |f| unsafe { f(ctx, port, index, pkey) }),
+        None => next!(
+            ibv_query_pkey,
+            "IBVERBS_1.1",
+            fn(*mut ibv_context, u8, c_int, *mut u16) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(-1, |f| unsafe { f(ctx, port, index, pkey) }),
     }
 }
 
@@ -415,16 +507,23 @@ pub unsafe extern "C" fn ibv_alloc_pd(ctx: *mut ibv_context) -> *mut ibv_pd {
         Some(c) => guard(fail(libc::EIO), || match c.ctx.alloc_pd() {
             Ok(pd) => {
                 let b = Box::new(Pd {
-                    pd: ibv_pd { context: ctx, handle: 0 },
+                    pd: ibv_pd {
+                        context: ctx,
+                        handle: 0,
+                    },
                     inner: pd,
                 });
                 Box::into_raw(b).cast()
             }
             Err(e) => fail(errno_of(e)),
         }),
-        None => next!(ibv_alloc_pd, "IBVERBS_1.1", fn(*mut ibv_context) -> *mut ibv_pd)
-            // SAFETY: not ours.
-            .map_or(fail(libc::ENODEV), |f| unsafe { f(ctx) }),
+        None => next!(
+            ibv_alloc_pd,
+            "IBVERBS_1.1",
+            fn(*mut ibv_context) -> *mut ibv_pd
+        )
+        // SAFETY: not ours.
+        .map_or(fail(libc::ENODEV), |f| unsafe { f(ctx) }),
     }
 }
 
@@ -473,7 +572,13 @@ fn access_of(flags: u32) -> Result<AccessFlags, String> {
 /// # Safety
 /// `pd` is ours; `addr..addr + len` is the application's memory, valid until
 /// `ibv_dereg_mr` (the verbs contract).
-unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, iova: u64, access: u32) -> *mut ibv_mr {
+unsafe fn reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: u32,
+) -> *mut ibv_mr {
     guard(fail(libc::EIO), || {
         if iova != addr as u64 {
             refuse("memory regions with an I/O virtual address other than the buffer's are not supported");
@@ -517,41 +622,74 @@ unsafe fn reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, iova: u64, acce
 
 /// `ibv_reg_mr`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_reg_mr(pd: *mut ibv_pd, addr: *mut c_void, len: usize, access: c_int) -> *mut ibv_mr {
+pub unsafe extern "C" fn ibv_reg_mr(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    len: usize,
+    access: c_int,
+) -> *mut ibv_mr {
     // SAFETY: the caller's live PD.
     if unsafe { owner(pd.cast()) }.is_some() {
         // SAFETY: ours; the verbs contract on the buffer.
         return unsafe { reg_mr(pd, addr, len, addr as u64, access as u32) };
     }
-    next!(ibv_reg_mr, "IBVERBS_1.1", fn(*mut ibv_pd, *mut c_void, usize, c_int) -> *mut ibv_mr)
-        // SAFETY: not ours.
-        .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, addr, len, access) })
+    next!(
+        ibv_reg_mr,
+        "IBVERBS_1.1",
+        fn(*mut ibv_pd, *mut c_void, usize, c_int) -> *mut ibv_mr
+    )
+    // SAFETY: not ours.
+    .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, addr, len, access) })
 }
 
 /// `ibv_reg_mr_iova`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_reg_mr_iova(pd: *mut ibv_pd, addr: *mut c_void, len: usize, iova: u64, access: c_int) -> *mut ibv_mr {
+pub unsafe extern "C" fn ibv_reg_mr_iova(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: c_int,
+) -> *mut ibv_mr {
     // SAFETY: the caller's live PD.
     if unsafe { owner(pd.cast()) }.is_some() {
         // SAFETY: ours; the verbs contract on the buffer.
         return unsafe { reg_mr(pd, addr, len, iova, access as u32) };
     }
-    next!(ibv_reg_mr_iova, "IBVERBS_1.7", fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr)
-        // SAFETY: not ours.
-        .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, addr, len, iova, access) })
+    next!(
+        ibv_reg_mr_iova,
+        "IBVERBS_1.7",
+        fn(*mut ibv_pd, *mut c_void, usize, u64, c_int) -> *mut ibv_mr
+    )
+    // SAFETY: not ours.
+    .map_or(fail(libc::ENODEV), |f| unsafe {
+        f(pd, addr, len, iova, access)
+    })
 }
 
 /// `ibv_reg_mr_iova2`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_reg_mr_iova2(pd: *mut ibv_pd, addr: *mut c_void, len: usize, iova: u64, access: u32) -> *mut ibv_mr {
+pub unsafe extern "C" fn ibv_reg_mr_iova2(
+    pd: *mut ibv_pd,
+    addr: *mut c_void,
+    len: usize,
+    iova: u64,
+    access: u32,
+) -> *mut ibv_mr {
     // SAFETY: the caller's live PD.
     if unsafe { owner(pd.cast()) }.is_some() {
         // SAFETY: ours; the verbs contract on the buffer.
         return unsafe { reg_mr(pd, addr, len, iova, access) };
     }
-    next!(ibv_reg_mr_iova2, "IBVERBS_1.8", fn(*mut ibv_pd, *mut c_void, usize, u64, u32) -> *mut ibv_mr)
-        // SAFETY: not ours.
-        .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, addr, len, iova, access) })
+    next!(
+        ibv_reg_mr_iova2,
+        "IBVERBS_1.8",
+        fn(*mut ibv_pd, *mut c_void, usize, u64, u32) -> *mut ibv_mr
+    )
+    // SAFETY: not ours.
+    .map_or(fail(libc::ENODEV), |f| unsafe {
+        f(pd, addr, len, iova, access)
+    })
 }
 
 /// `ibv_dereg_mr`.
@@ -582,14 +720,22 @@ pub unsafe extern "C" fn ibv_create_comp_channel(ctx: *mut ibv_context) -> *mut 
                 return null_mut();
             }
             let ch = Box::new(Channel {
-                ch: ibv_comp_channel { context: ctx, fd, refcnt: 0 },
+                ch: ibv_comp_channel {
+                    context: ctx,
+                    fd,
+                    refcnt: 0,
+                },
                 fired: Mutex::default(),
             });
             Box::into_raw(ch).cast()
         }),
-        None => next!(ibv_create_comp_channel, "IBVERBS_1.0", fn(*mut ibv_context) -> *mut ibv_comp_channel)
-            // SAFETY: not ours.
-            .map_or(fail(libc::ENODEV), |f| unsafe { f(ctx) }),
+        None => next!(
+            ibv_create_comp_channel,
+            "IBVERBS_1.0",
+            fn(*mut ibv_context) -> *mut ibv_comp_channel
+        )
+        // SAFETY: not ours.
+        .map_or(fail(libc::ENODEV), |f| unsafe { f(ctx) }),
     }
 }
 
@@ -609,9 +755,13 @@ pub unsafe extern "C" fn ibv_destroy_comp_channel(ch: *mut ibv_comp_channel) -> 
         drop(unsafe { Box::from_raw(ch as *mut Channel) });
         return 0;
     }
-    next!(ibv_destroy_comp_channel, "IBVERBS_1.0", fn(*mut ibv_comp_channel) -> c_int)
-        // SAFETY: not ours.
-        .map_or(libc::ENODEV, |f| unsafe { f(ch) })
+    next!(
+        ibv_destroy_comp_channel,
+        "IBVERBS_1.0",
+        fn(*mut ibv_comp_channel) -> c_int
+    )
+    // SAFETY: not ours.
+    .map_or(libc::ENODEV, |f| unsafe { f(ch) })
 }
 
 /// `ibv_create_cq`.
@@ -625,9 +775,15 @@ pub unsafe extern "C" fn ibv_create_cq(
 ) -> *mut ibv_cq {
     // SAFETY: the caller's live context.
     let Some(c) = (unsafe { ctx_of(ctx) }) else {
-        return next!(ibv_create_cq, "IBVERBS_1.1", fn(*mut ibv_context, c_int, *mut c_void, *mut ibv_comp_channel, c_int) -> *mut ibv_cq)
-            // SAFETY: not ours.
-            .map_or(fail(libc::ENODEV), |f| unsafe { f(ctx, cqe, cq_context, channel, vector) });
+        return next!(
+            ibv_create_cq,
+            "IBVERBS_1.1",
+            fn(*mut ibv_context, c_int, *mut c_void, *mut ibv_comp_channel, c_int) -> *mut ibv_cq
+        )
+        // SAFETY: not ours.
+        .map_or(fail(libc::ENODEV), |f| unsafe {
+            f(ctx, cqe, cq_context, channel, vector)
+        });
     };
     guard(fail(libc::EIO), || {
         if cqe < 1 {
@@ -683,9 +839,13 @@ pub unsafe extern "C" fn ibv_resize_cq(cq: *mut ibv_cq, cqe: c_int) -> c_int {
         unsafe { (*cq).cqe = cqe };
         return 0;
     }
-    next!(ibv_resize_cq, "IBVERBS_1.1", fn(*mut ibv_cq, c_int) -> c_int)
-        // SAFETY: not ours.
-        .map_or(libc::ENODEV, |f| unsafe { f(cq, cqe) })
+    next!(
+        ibv_resize_cq,
+        "IBVERBS_1.1",
+        fn(*mut ibv_cq, c_int) -> c_int
+    )
+    // SAFETY: not ours.
+    .map_or(libc::ENODEV, |f| unsafe { f(cq, cqe) })
 }
 
 /// `ibv_destroy_cq`.
@@ -710,12 +870,20 @@ pub unsafe extern "C" fn ibv_destroy_cq(cq: *mut ibv_cq) -> c_int {
 /// `ibv_get_cq_event`: waits on the channel's eventfd (or fails with EAGAIN when the
 /// application made it non-blocking and no CQ fired).
 #[no_mangle]
-pub unsafe extern "C" fn ibv_get_cq_event(ch: *mut ibv_comp_channel, cq: *mut *mut ibv_cq, cq_context: *mut *mut c_void) -> c_int {
+pub unsafe extern "C" fn ibv_get_cq_event(
+    ch: *mut ibv_comp_channel,
+    cq: *mut *mut ibv_cq,
+    cq_context: *mut *mut c_void,
+) -> c_int {
     // SAFETY: the caller's live channel.
     if unsafe { owner(ch.cast()) }.is_none() {
-        return next!(ibv_get_cq_event, "IBVERBS_1.1", fn(*mut ibv_comp_channel, *mut *mut ibv_cq, *mut *mut c_void) -> c_int)
-            // SAFETY: not ours.
-            .map_or(-1, |f| unsafe { f(ch, cq, cq_context) });
+        return next!(
+            ibv_get_cq_event,
+            "IBVERBS_1.1",
+            fn(*mut ibv_comp_channel, *mut *mut ibv_cq, *mut *mut c_void) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(-1, |f| unsafe { f(ch, cq, cq_context) });
     }
     // SAFETY: ours.
     let c = unsafe { &*(ch as *mut Channel) };
@@ -858,10 +1026,15 @@ unsafe fn create_qp_common(
         return fail(libc::EOPNOTSUPP);
     }
     // SAFETY: live CQs (the caller's contract), ours if their context is.
-    let (Some(_), Some(_)) = (unsafe { owner(send_cq.cast()) }, unsafe { owner(recv_cq.cast()) }) else {
+    let (Some(_), Some(_)) = (unsafe { owner(send_cq.cast()) }, unsafe {
+        owner(recv_cq.cast())
+    }) else {
         return fail(libc::EINVAL);
     };
-    if cap.max_inline_data > MAX_INLINE || cap.max_send_wr > MAX_QP_WR || cap.max_recv_wr > MAX_QP_WR {
+    if cap.max_inline_data > MAX_INLINE
+        || cap.max_send_wr > MAX_QP_WR
+        || cap.max_recv_wr > MAX_QP_WR
+    {
         refuse(&format!(
             "QP capabilities above the device's: max_inline_data {} (at most {MAX_INLINE}), max_send_wr {} / max_recv_wr {} (at most {MAX_QP_WR})",
             cap.max_inline_data, cap.max_send_wr, cap.max_recv_wr
@@ -874,7 +1047,9 @@ unsafe fn create_qp_common(
     let Some(c) = (unsafe { ctx_of(p.pd.context) }) else {
         return fail(libc::EINVAL);
     };
-    let (scq, rcq) = (unsafe { &*(send_cq as *mut Cq) }, unsafe { &*(recv_cq as *mut Cq) });
+    let (scq, rcq) = (unsafe { &*(send_cq as *mut Cq) }, unsafe {
+        &*(recv_cq as *mut Cq)
+    });
     let depth = cap.max_send_wr.max(1);
     let mut attr = QpInitAttr::udp(c.cfg.paths);
     attr.mtu = c.cfg.mtu;
@@ -890,7 +1065,10 @@ unsafe fn create_qp_common(
     };
     let inline_slot = cap.max_inline_data.max(64) as usize;
     let slots = depth as usize + 1;
-    let inline_mr = match p.inner.register(inline_slot * slots, AccessFlags::LOCAL_WRITE) {
+    let inline_mr = match p
+        .inner
+        .register(inline_slot * slots, AccessFlags::LOCAL_WRITE)
+    {
         Ok(m) => m,
         Err(e) => return fail(errno_of(e)),
     };
@@ -956,24 +1134,45 @@ unsafe fn create_qp_common(
 
 /// `ibv_create_qp`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_create_qp(pd: *mut ibv_pd, attr: *mut ibv_qp_init_attr) -> *mut ibv_qp {
+pub unsafe extern "C" fn ibv_create_qp(
+    pd: *mut ibv_pd,
+    attr: *mut ibv_qp_init_attr,
+) -> *mut ibv_qp {
     // SAFETY: the caller's live PD.
     if unsafe { owner(pd.cast()) }.is_none() {
-        return next!(ibv_create_qp, "IBVERBS_1.1", fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp)
-            // SAFETY: not ours.
-            .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, attr) });
+        return next!(
+            ibv_create_qp,
+            "IBVERBS_1.1",
+            fn(*mut ibv_pd, *mut ibv_qp_init_attr) -> *mut ibv_qp
+        )
+        // SAFETY: not ours.
+        .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, attr) });
     }
     guard(fail(libc::EIO), || {
         // SAFETY: the caller's attributes.
         let a = unsafe { &mut *attr };
         // SAFETY: ours; the attributes' CQs are the caller's live CQs.
-        unsafe { create_qp_common(pd, a.qp_context, a.send_cq, a.recv_cq, a.srq, &mut a.cap, a.qp_type, a.sq_sig_all != 0) }
+        unsafe {
+            create_qp_common(
+                pd,
+                a.qp_context,
+                a.send_cq,
+                a.recv_cq,
+                a.srq,
+                &mut a.cap,
+                a.qp_type,
+                a.sq_sig_all != 0,
+            )
+        }
     })
 }
 
 /// `verbs_context::create_qp_ex` (what `ibv_create_qp_ex` calls): a PD and send
 /// operations of RC QPs; anything else is refused.
-unsafe extern "C" fn create_qp_ex(ctx: *mut ibv_context, attr: *mut ibv_qp_init_attr_ex) -> *mut ibv_qp {
+unsafe extern "C" fn create_qp_ex(
+    ctx: *mut ibv_context,
+    attr: *mut ibv_qp_init_attr_ex,
+) -> *mut ibv_qp {
     guard(fail(libc::EIO), || {
         // SAFETY: the caller's attributes.
         let a = unsafe { &mut *attr };
@@ -985,7 +1184,9 @@ unsafe extern "C" fn create_qp_ex(ctx: *mut ibv_context, attr: *mut ibv_qp_init_
             ));
             return fail(libc::EOPNOTSUPP);
         }
-        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0 && a.send_ops_flags & !SUPPORTED_SEND_OPS != 0 {
+        if a.comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS != 0
+            && a.send_ops_flags & !SUPPORTED_SEND_OPS != 0
+        {
             refuse(&format!(
                 "send operations {:#x} are not supported (atomics, memory windows, local invalidate, TSO): Rondo carries SEND, WRITE and READ (with immediates)",
                 a.send_ops_flags & !SUPPORTED_SEND_OPS
@@ -993,11 +1194,24 @@ unsafe extern "C" fn create_qp_ex(ctx: *mut ibv_context, attr: *mut ibv_qp_init_
             return fail(libc::EOPNOTSUPP);
         }
         // SAFETY: the PD given with this context.
-        if unsafe { owner(a.pd.cast()) }.map(|c| c as *mut Ctx as usize) != unsafe { ctx_of(ctx) }.map(|c| c as *mut Ctx as usize) {
+        if unsafe { owner(a.pd.cast()) }.map(|c| c as *mut Ctx as usize)
+            != unsafe { ctx_of(ctx) }.map(|c| c as *mut Ctx as usize)
+        {
             return fail(libc::EINVAL);
         }
         // SAFETY: ours; the attributes' CQs are the caller's live CQs.
-        let qp = unsafe { create_qp_common(a.pd, a.qp_context, a.send_cq, a.recv_cq, a.srq, &mut a.cap, a.qp_type, a.sq_sig_all != 0) };
+        let qp = unsafe {
+            create_qp_common(
+                a.pd,
+                a.qp_context,
+                a.send_cq,
+                a.recv_cq,
+                a.srq,
+                &mut a.cap,
+                a.qp_type,
+                a.sq_sig_all != 0,
+            )
+        };
         if !qp.is_null() {
             // SAFETY: just made, an ibv_qp_ex.
             unsafe { (*(qp as *mut ibv_qp_ex)).comp_mask = 0 };
@@ -1013,9 +1227,13 @@ pub unsafe extern "C" fn ibv_qp_to_qp_ex(qp: *mut ibv_qp) -> *mut ibv_qp_ex {
     if unsafe { owner(qp.cast()) }.is_some() {
         return qp.cast();
     }
-    next!(ibv_qp_to_qp_ex, "IBVERBS_1.6", fn(*mut ibv_qp) -> *mut ibv_qp_ex)
-        // SAFETY: not ours.
-        .map_or(null_mut(), |f| unsafe { f(qp) })
+    next!(
+        ibv_qp_to_qp_ex,
+        "IBVERBS_1.6",
+        fn(*mut ibv_qp) -> *mut ibv_qp_ex
+    )
+    // SAFETY: not ours.
+    .map_or(null_mut(), |f| unsafe { f(qp) })
 }
 
 /// The peer's set-up address from the RTR attributes: the IPv4 address inside an
@@ -1034,12 +1252,20 @@ fn peer_addr(a: &ibv_ah_attr, fallback: Ipv4Addr) -> SocketAddr {
 /// `ibv_modify_qp`: RESET -> INIT -> RTR (connects, see `connect`) -> RTS, and ERR
 /// (flushes).
 #[no_mangle]
-pub unsafe extern "C" fn ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int) -> c_int {
+pub unsafe extern "C" fn ibv_modify_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    mask: c_int,
+) -> c_int {
     // SAFETY: the caller's live QP.
     if unsafe { owner(qp.cast()) }.is_none() {
-        return next!(ibv_modify_qp, "IBVERBS_1.1", fn(*mut ibv_qp, *mut ibv_qp_attr, c_int) -> c_int)
-            // SAFETY: not ours.
-            .map_or(libc::ENODEV, |f| unsafe { f(qp, attr, mask) });
+        return next!(
+            ibv_modify_qp,
+            "IBVERBS_1.1",
+            fn(*mut ibv_qp, *mut ibv_qp_attr, c_int) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(libc::ENODEV, |f| unsafe { f(qp, attr, mask) });
     }
     guard(libc::EIO, || {
         // SAFETY: ours, and the caller's attributes.
@@ -1080,12 +1306,21 @@ pub unsafe extern "C" fn ibv_modify_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, 
 
 /// `ibv_query_qp`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_query_qp(qp: *mut ibv_qp, attr: *mut ibv_qp_attr, mask: c_int, init: *mut ibv_qp_init_attr) -> c_int {
+pub unsafe extern "C" fn ibv_query_qp(
+    qp: *mut ibv_qp,
+    attr: *mut ibv_qp_attr,
+    mask: c_int,
+    init: *mut ibv_qp_init_attr,
+) -> c_int {
     // SAFETY: the caller's live QP.
     if unsafe { owner(qp.cast()) }.is_none() {
-        return next!(ibv_query_qp, "IBVERBS_1.1", fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr) -> c_int)
-            // SAFETY: not ours.
-            .map_or(libc::ENODEV, |f| unsafe { f(qp, attr, mask, init) });
+        return next!(
+            ibv_query_qp,
+            "IBVERBS_1.1",
+            fn(*mut ibv_qp, *mut ibv_qp_attr, c_int, *mut ibv_qp_init_attr) -> c_int
+        )
+        // SAFETY: not ours.
+        .map_or(libc::ENODEV, |f| unsafe { f(qp, attr, mask, init) });
     }
     guard(libc::EIO, || {
         // SAFETY: ours.
@@ -1213,11 +1448,21 @@ unsafe fn post_one(q: &Qp, w: &ibv_send_wr) -> Result<(), c_int> {
             .collect();
         return q.post(wr, Some(&parts));
     }
-    q.post(SendWr { sg_list: sges(list), ..wr }, None)
+    q.post(
+        SendWr {
+            sg_list: sges(list),
+            ..wr
+        },
+        None,
+    )
 }
 
 /// `context->ops.post_send`.
-unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut *mut ibv_send_wr) -> c_int {
+unsafe extern "C" fn post_send(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_send_wr,
+    bad: *mut *mut ibv_send_wr,
+) -> c_int {
     guard(libc::EIO, || {
         // SAFETY: only our QPs are reached through our ops table.
         let q = unsafe { &*(qp as *mut Qp) };
@@ -1240,7 +1485,11 @@ unsafe extern "C" fn post_send(qp: *mut ibv_qp, wr: *mut ibv_send_wr, bad: *mut 
 }
 
 /// `context->ops.post_recv`.
-unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut *mut ibv_recv_wr) -> c_int {
+unsafe extern "C" fn post_recv(
+    qp: *mut ibv_qp,
+    wr: *mut ibv_recv_wr,
+    bad: *mut *mut ibv_recv_wr,
+) -> c_int {
     guard(libc::EIO, || {
         // SAFETY: only our QPs are reached through our ops table.
         let q = unsafe { &*(qp as *mut Qp) };
@@ -1267,7 +1516,11 @@ unsafe extern "C" fn post_recv(qp: *mut ibv_qp, wr: *mut ibv_recv_wr, bad: *mut 
 }
 
 /// `context->ops.post_srq_recv`: no SRQs.
-unsafe extern "C" fn post_srq_recv(_srq: *mut c_void, _wr: *mut ibv_recv_wr, _bad: *mut *mut ibv_recv_wr) -> c_int {
+unsafe extern "C" fn post_srq_recv(
+    _srq: *mut c_void,
+    _wr: *mut ibv_recv_wr,
+    _bad: *mut *mut ibv_recv_wr,
+) -> c_int {
     libc::EOPNOTSUPP
 }
 
@@ -1281,9 +1534,13 @@ pub unsafe extern "C" fn ibv_create_srq(pd: *mut ibv_pd, attr: *mut c_void) -> *
         refuse("shared receive queues (SRQ) are not supported");
         return fail(libc::EOPNOTSUPP);
     }
-    next!(ibv_create_srq, "IBVERBS_1.1", fn(*mut ibv_pd, *mut c_void) -> *mut c_void)
-        // SAFETY: not ours.
-        .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, attr) })
+    next!(
+        ibv_create_srq,
+        "IBVERBS_1.1",
+        fn(*mut ibv_pd, *mut c_void) -> *mut c_void
+    )
+    // SAFETY: not ours.
+    .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, attr) })
 }
 
 /// `ibv_create_ah`: refused for `rondo0` (address handles serve UD QPs).
@@ -1294,22 +1551,35 @@ pub unsafe extern "C" fn ibv_create_ah(pd: *mut ibv_pd, attr: *mut ibv_ah_attr) 
         refuse("address handles (UD QPs) are not supported");
         return fail(libc::EOPNOTSUPP);
     }
-    next!(ibv_create_ah, "IBVERBS_1.1", fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut c_void)
-        // SAFETY: not ours.
-        .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, attr) })
+    next!(
+        ibv_create_ah,
+        "IBVERBS_1.1",
+        fn(*mut ibv_pd, *mut ibv_ah_attr) -> *mut c_void
+    )
+    // SAFETY: not ours.
+    .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, attr) })
 }
 
 /// `ibv_create_ah_from_wc`: refused for `rondo0`.
 #[no_mangle]
-pub unsafe extern "C" fn ibv_create_ah_from_wc(pd: *mut ibv_pd, wc: *mut ibv_wc, grh: *mut c_void, port: u8) -> *mut c_void {
+pub unsafe extern "C" fn ibv_create_ah_from_wc(
+    pd: *mut ibv_pd,
+    wc: *mut ibv_wc,
+    grh: *mut c_void,
+    port: u8,
+) -> *mut c_void {
     // SAFETY: the caller's live PD.
     if unsafe { owner(pd.cast()) }.is_some() {
         refuse("address handles (UD QPs) are not supported");
         return fail(libc::EOPNOTSUPP);
     }
-    next!(ibv_create_ah_from_wc, "IBVERBS_1.1", fn(*mut ibv_pd, *mut ibv_wc, *mut c_void, u8) -> *mut c_void)
-        // SAFETY: not ours.
-        .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, wc, grh, port) })
+    next!(
+        ibv_create_ah_from_wc,
+        "IBVERBS_1.1",
+        fn(*mut ibv_pd, *mut ibv_wc, *mut c_void, u8) -> *mut c_void
+    )
+    // SAFETY: not ours.
+    .map_or(fail(libc::ENODEV), |f| unsafe { f(pd, wc, grh, port) })
 }
 
 /// `ibv_attach_mcast`: refused for `rondo0`.
@@ -1320,9 +1590,13 @@ pub unsafe extern "C" fn ibv_attach_mcast(qp: *mut ibv_qp, gid: *const c_void, l
         refuse("multicast is not supported");
         return libc::EOPNOTSUPP;
     }
-    next!(ibv_attach_mcast, "IBVERBS_1.1", fn(*mut ibv_qp, *const c_void, u16) -> c_int)
-        // SAFETY: not ours.
-        .map_or(libc::ENODEV, |f| unsafe { f(qp, gid, lid) })
+    next!(
+        ibv_attach_mcast,
+        "IBVERBS_1.1",
+        fn(*mut ibv_qp, *const c_void, u16) -> c_int
+    )
+    // SAFETY: not ours.
+    .map_or(libc::ENODEV, |f| unsafe { f(qp, gid, lid) })
 }
 
 /// `ibv_detach_mcast`: refused for `rondo0`.
@@ -1332,7 +1606,11 @@ pub unsafe extern "C" fn ibv_detach_mcast(qp: *mut ibv_qp, gid: *const c_void, l
     if unsafe { owner(qp.cast()) }.is_some() {
         return libc::EOPNOTSUPP;
     }
-    next!(ibv_detach_mcast, "IBVERBS_1.1", fn(*mut ibv_qp, *const c_void, u16) -> c_int)
-        // SAFETY: not ours.
-        .map_or(libc::ENODEV, |f| unsafe { f(qp, gid, lid) })
+    next!(
+        ibv_detach_mcast,
+        "IBVERBS_1.1",
+        fn(*mut ibv_qp, *const c_void, u16) -> c_int
+    )
+    // SAFETY: not ours.
+    .map_or(libc::ENODEV, |f| unsafe { f(qp, gid, lid) })
 }

@@ -109,7 +109,11 @@ pub struct Ctx {
 
 impl Ctx {
     /// Opens `rondo0`.
-    pub fn open(cfg: &Config, ops: [usize; ops::COUNT], slots: [usize; vctx::COUNT]) -> Result<Box<Ctx>, String> {
+    pub fn open(
+        cfg: &Config,
+        ops: [usize; ops::COUNT],
+        slots: [usize; vctx::COUNT],
+    ) -> Result<Box<Ctx>, String> {
         let attr = ContextAttr {
             max_mtu: cfg.mtu,
             ..ContextAttr::default()
@@ -127,9 +131,11 @@ impl Ctx {
             fault_seed: cfg.seed,
             ..UdpAttr::default()
         };
-        let ctx = Context::open_udp(attr, udp).map_err(|e| format!("opening the UDP context: {e}"))?;
+        let ctx =
+            Context::open_udp(attr, udp).map_err(|e| format!("opening the UDP context: {e}"))?;
         let qps: Arc<Mutex<HashMap<u32, Arc<Link>>>> = Arc::default();
-        let listener = Listener::start(cfg.ip, qps.clone()).map_err(|e| format!("set-up listener on {}: {e}", cfg.ip))?;
+        let listener = Listener::start(cfg.ip, qps.clone())
+            .map_err(|e| format!("set-up listener on {}: {e}", cfg.ip))?;
         // SAFETY: an all-zero pthread mutex is not guaranteed valid: initialised below.
         let mut c = Box::new(Ctx {
             vctx: verbs_context {
@@ -345,7 +351,8 @@ impl Qp {
         }
         wr.sg_list.clear();
         if total > 0 {
-            wr.sg_list.push(Sge::new(&self.inline.mr, base, total as u32));
+            wr.sg_list
+                .push(Sge::new(&self.inline.mr, base, total as u32));
         }
         self.qp().post_send_owned(wr).map_err(errno_of)?;
         *next += 1;

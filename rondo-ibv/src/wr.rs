@@ -101,11 +101,25 @@ unsafe extern "C" fn rdma_read(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
 }
 unsafe extern "C" fn rdma_write(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64) {
     // SAFETY: as above.
-    unsafe { begin(qpx, IBV_WR_RDMA_WRITE, Some(RemoteAddr { addr, rkey }), None) }
+    unsafe {
+        begin(
+            qpx,
+            IBV_WR_RDMA_WRITE,
+            Some(RemoteAddr { addr, rkey }),
+            None,
+        )
+    }
 }
 unsafe extern "C" fn rdma_write_imm(qpx: *mut ibv_qp_ex, rkey: u32, addr: u64, imm: u32) {
     // SAFETY: as above.
-    unsafe { begin(qpx, IBV_WR_RDMA_WRITE_WITH_IMM, Some(RemoteAddr { addr, rkey }), Some(imm)) }
+    unsafe {
+        begin(
+            qpx,
+            IBV_WR_RDMA_WRITE_WITH_IMM,
+            Some(RemoteAddr { addr, rkey }),
+            Some(imm),
+        )
+    }
 }
 unsafe extern "C" fn send(qpx: *mut ibv_qp_ex) {
     // SAFETY: as above.
@@ -163,14 +177,20 @@ unsafe extern "C" fn set_inline_data(qpx: *mut ibv_qp_ex, addr: *mut c_void, len
     unsafe { with_last(qpx, |b| b.inline = Some(bytes)) }
 }
 
-unsafe extern "C" fn set_inline_data_list(qpx: *mut ibv_qp_ex, n: usize, list: *const ibv_data_buf) {
+unsafe extern "C" fn set_inline_data_list(
+    qpx: *mut ibv_qp_ex,
+    n: usize,
+    list: *const ibv_data_buf,
+) {
     // SAFETY: the application's list of `n` buffers.
     let list = unsafe { crate::exports::c_slice(list, n as c_int) };
     let mut bytes = Vec::new();
     for d in list {
         if d.length > 0 && !d.addr.is_null() {
             // SAFETY: the application's inline buffers, read now.
-            bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(d.addr as *const u8, d.length) });
+            bytes.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(d.addr as *const u8, d.length)
+            });
         }
     }
     // SAFETY: reached only through our QPs' tables.

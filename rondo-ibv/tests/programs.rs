@@ -22,13 +22,22 @@ fn ibv_devices_and_devinfo_list_rondo0_active_with_a_roce_v2_gid() {
         return;
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
-    let out = preloaded("ibv_devices", &[], &[]).output().expect("ibv_devices");
+    let out = preloaded("ibv_devices", &[], &[])
+        .output()
+        .expect("ibv_devices");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.contains("rondo0"), "{text}");
-    let out = preloaded("ibv_devinfo", &["-v", "-d", "rondo0"], &[]).output().expect("ibv_devinfo");
+    let out = preloaded("ibv_devinfo", &["-v", "-d", "rondo0"], &[])
+        .output()
+        .expect("ibv_devinfo");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    for want in ["hca_id:\trondo0", "PORT_ACTIVE (4)", "link_layer:\t\tEthernet", "::ffff:127.0.0.1, RoCE v2"] {
+    for want in [
+        "hca_id:\trondo0",
+        "PORT_ACTIVE (4)",
+        "link_layer:\t\tEthernet",
+        "::ffff:127.0.0.1, RoCE v2",
+    ] {
         assert!(text.contains(want), "missing {want:?}:\n{text}");
     }
 }
@@ -50,7 +59,11 @@ fn perftest_bandwidth_tests_complete_every_size() {
             assert_eq!(row[0], (2u64 << i) as f64, "{prog}: {row:?}");
             assert!((0.0..100_000.0).contains(&row[3]), "{prog}: {row:?}");
         }
-        assert!(rows[ALL_SIZES - 1][3] > 1.0, "{prog}: {:?}", rows[ALL_SIZES - 1]);
+        assert!(
+            rows[ALL_SIZES - 1][3] > 1.0,
+            "{prog}: {:?}",
+            rows[ALL_SIZES - 1]
+        );
     }
 }
 
@@ -60,16 +73,18 @@ fn perftest_bandwidth_variants_of_the_full_matrix() {
         return;
     }
     for prog in ["ib_write_bw", "ib_send_bw", "ib_read_bw"] {
-        for extra in [&["-q", "4"][..], &["-D", "2"], &["-b"]] {
-            let mut args = vec!["-d", "rondo0", "-a", "-n", "20"];
+        // -q 4 and -b (bidirectional) over every size; -D (duration) allows one size.
+        let variants: [(&[&str], usize); 3] = [
+            (&["-a", "-n", "20", "-q", "4"], ALL_SIZES),
+            (&["-s", "65536", "-D", "2"], 1),
+            (&["-a", "-n", "20", "-b"], ALL_SIZES),
+        ];
+        for (extra, n) in variants {
+            let mut args = vec!["-d", "rondo0"];
             args.extend_from_slice(extra);
-            if extra == ["-D", "2"] {
-                args.retain(|a| *a != "-n" && *a != "20");
-            }
             let what = format!("{prog} {}", extra.join(" "));
             let r = pair(prog, &args, "-p", &[], LIMIT);
-            both_ok(&what, &r, None);
-            assert!(rows(&r.1.text).len() >= ALL_SIZES, "{what}:\n{}", r.1.text);
+            both_ok(&what, &r, Some(n));
         }
     }
 }
@@ -80,14 +95,28 @@ fn perftest_with_connectx_emulation_uses_the_wr_api_and_inline_data() {
         return;
     }
     let env = [("RONDO_IBV_VENDOR", "mlx5")];
-    let progs: &[&str] = if full() { &["ib_write_bw", "ib_send_bw", "ib_read_bw"] } else { &["ib_write_bw"] };
+    let progs: &[&str] = if full() {
+        &["ib_write_bw", "ib_send_bw", "ib_read_bw"]
+    } else {
+        &["ib_write_bw"]
+    };
     for prog in progs {
         let r = pair(prog, &["-d", "rondo0", "-a", "-n", "5"], "-p", &env, LIMIT);
         both_ok(prog, &r, Some(ALL_SIZES));
-        assert!(r.1.text.contains("ibv_wr* API     : ON"), "{prog} did not take the ibv_wr_* path:\n{}", r.1.text);
+        assert!(
+            r.1.text.contains("ibv_wr* API     : ON"),
+            "{prog} did not take the ibv_wr_* path:\n{}",
+            r.1.text
+        );
     }
     // Inline data: 64-byte WRITEs posted inline.
-    let r = pair("ib_write_bw", &["-d", "rondo0", "-s", "64", "-I", "64", "-n", "200"], "-p", &env, LIMIT);
+    let r = pair(
+        "ib_write_bw",
+        &["-d", "rondo0", "-s", "64", "-I", "64", "-n", "200"],
+        "-p",
+        &env,
+        LIMIT,
+    );
     both_ok("ib_write_bw -I 64", &r, Some(1));
     assert!(r.1.text.contains("Max inline data : 64[B]"), "{}", r.1.text);
 }
@@ -97,7 +126,11 @@ fn perftest_latency_tests_complete_every_size() {
     if !have("ib_send_lat") {
         return;
     }
-    let progs: &[&str] = if full() { &["ib_send_lat", "ib_write_lat", "ib_read_lat"] } else { &["ib_send_lat"] };
+    let progs: &[&str] = if full() {
+        &["ib_send_lat", "ib_write_lat", "ib_read_lat"]
+    } else {
+        &["ib_send_lat"]
+    };
     for prog in progs {
         let r = pair(prog, &["-d", "rondo0", "-a", "-n", "5"], "-p", &[], LIMIT);
         both_ok(prog, &r, None);
@@ -138,21 +171,41 @@ fn qperf_rc_tests_print_results() {
     }
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let port = free_port().to_string();
-    let server = preloaded("qperf", &["-lp", &port], &[]).spawn().expect("qperf server");
+    let server = preloaded("qperf", &["-lp", &port], &[])
+        .spawn()
+        .expect("qperf server");
     std::thread::sleep(Duration::from_millis(500));
-    let tests = ["rc_bw", "rc_lat", "rc_rdma_write_bw", "rc_rdma_read_bw", "rc_rdma_write_lat", "rc_rdma_read_lat"];
+    let tests = [
+        "rc_bw",
+        "rc_lat",
+        "rc_rdma_write_bw",
+        "rc_rdma_read_bw",
+        "rc_rdma_write_lat",
+        "rc_rdma_read_lat",
+    ];
     let mut args = vec!["-lp", port.as_str(), "-t", "2", "127.0.0.1"];
     args.extend(tests);
-    let (out, timed_out) = finish(preloaded("qperf", &args, &[]).spawn().expect("qperf"), LIMIT);
+    let (out, timed_out) = finish(
+        preloaded("qperf", &args, &[]).spawn().expect("qperf"),
+        LIMIT,
+    );
     let mut server = server;
     let _ = server.kill();
     let _ = server.wait();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && !timed_out, "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && !timed_out,
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for t in tests {
         assert!(text.contains(&format!("{t}:")), "{t} missing:\n{text}");
     }
-    assert_eq!(text.matches("bw  =").count() + text.matches("latency  =").count(), tests.len(), "{text}");
+    assert_eq!(
+        text.matches("bw  =").count() + text.matches("latency  =").count(),
+        tests.len(),
+        "{text}"
+    );
 }
 
 #[test]
@@ -162,7 +215,11 @@ fn what_rondo_does_not_carry_fails_with_a_message_and_a_nonzero_exit() {
     }
     let cases: &[(&str, &[&str], &str)] = &[
         ("ib_send_bw", &["-c", "UD"], "QP type 4 is not supported"),
-        ("ib_send_bw", &["--use-srq"], "shared receive queues (SRQ) are not supported"),
+        (
+            "ib_send_bw",
+            &["--use-srq"],
+            "shared receive queues (SRQ) are not supported",
+        ),
         ("ib_atomic_bw", &[], "not supported"),
         ("ib_write_bw", &["-R"], "rdma"),
     ];
@@ -173,9 +230,17 @@ fn what_rondo_does_not_carry_fails_with_a_message_and_a_nonzero_exit() {
         let what = format!("{prog} {}", extra.join(" "));
         for (side, e) in [("server", &s), ("client", &c)] {
             assert!(!e.timed_out, "{what}: {side} hung:\n{}", e.text);
-            assert!(matches!(e.code, Some(c) if c != 0), "{what}: {side} exited {:?} (a signal is a crash):\n{}", e.code, e.text);
+            assert!(
+                matches!(e.code, Some(c) if c != 0),
+                "{what}: {side} exited {:?} (a signal is a crash):\n{}",
+                e.code,
+                e.text
+            );
         }
         let both = format!("{}{}", s.text, c.text);
-        assert!(both.contains(message), "{what}: no message {message:?}:\n{both}");
+        assert!(
+            both.contains(message),
+            "{what}: no message {message:?}:\n{both}"
+        );
     }
 }

@@ -29,7 +29,11 @@ fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
         .arg("-libverbs")
         .output()
         .expect("cc");
-    assert!(cc.status.success(), "{}", String::from_utf8_lossy(&cc.stderr));
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     for seed in ["1", "2"] {
         let env = [
@@ -38,11 +42,20 @@ fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
             ("RONDO_IBV_SEED", seed),
             ("RONDO_IBV_DEBUG", "1"),
         ];
-        let child = preloaded(exe.to_str().unwrap(), &[], &env).spawn().expect("run transfer");
+        let child = preloaded(exe.to_str().unwrap(), &[], &env)
+            .spawn()
+            .expect("run transfer");
         let (out, timed_out) = finish(child, Duration::from_secs(180));
-        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert!(out.status.success() && !timed_out, "seed {seed}:\n{text}");
-        assert!(text.contains("1048576 B: SEND, WRITE_WITH_IMM, READ ok"), "{text}");
+        assert!(
+            text.contains("1048576 B: SEND, WRITE_WITH_IMM, READ ok"),
+            "{text}"
+        );
         assert!(text.contains("wrong rkey: remote access error"), "{text}");
         // The faults were injected: each context's closing line counts them.
         let dropped: u64 = text

@@ -16,7 +16,11 @@ pub fn library() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
     let deps = exe.parent().expect("target/<profile>/deps");
     let lib = deps.join("librondo_ibv.so");
-    assert!(lib.exists(), "{} not built (cargo builds the cdylib with the tests)", lib.display());
+    assert!(
+        lib.exists(),
+        "{} not built (cargo builds the cdylib with the tests)",
+        lib.display()
+    );
     lib
 }
 
@@ -33,7 +37,9 @@ pub fn have(prog: &str) -> bool {
             std::env::var("RONDO_IBV_REQUIRE_PROGRAMS").as_deref() != Ok("1"),
             "{prog} is not installed (apt-get install perftest ibverbs-utils qperf)"
         );
-        eprintln!("skipped: {prog} is not installed (apt-get install perftest ibverbs-utils qperf)");
+        eprintln!(
+            "skipped: {prog} is not installed (apt-get install perftest ibverbs-utils qperf)"
+        );
     }
     found
 }
@@ -67,8 +73,12 @@ fn listening(port: u16) -> bool {
     let want = format!(":{port:04X} ");
     ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
         std::fs::read_to_string(f).is_ok_and(|s| {
-            s.lines()
-                .any(|l| l.split_whitespace().nth(1).is_some_and(|a| format!("{a} ").ends_with(&want)) && l.split_whitespace().nth(3) == Some("0A"))
+            s.lines().any(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .is_some_and(|a| format!("{a} ").ends_with(&want))
+                    && l.split_whitespace().nth(3) == Some("0A")
+            })
         })
     })
 }
@@ -105,14 +115,24 @@ impl End {
         End {
             code: o.status.code(),
             timed_out,
-            text: format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
+            text: format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
         }
     }
 }
 
 /// Runs `prog` as server (`args` plus the port option) and as client (the same plus
 /// 127.0.0.1), the client once the server listens; both within `limit`.
-pub fn pair(prog: &str, args: &[&str], port_opt: &str, env: &[(&str, &str)], limit: Duration) -> (End, End) {
+pub fn pair(
+    prog: &str,
+    args: &[&str],
+    port_opt: &str,
+    env: &[(&str, &str)],
+    limit: Duration,
+) -> (End, End) {
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let port = free_port().to_string();
     let mut sargs: Vec<&str> = args.to_vec();
@@ -136,7 +156,10 @@ pub fn pair(prog: &str, args: &[&str], port_opt: &str, env: &[(&str, &str)], lim
 pub fn rows(text: &str) -> Vec<Vec<f64>> {
     text.lines()
         .filter_map(|l| {
-            let v: Vec<f64> = l.split_whitespace().filter_map(|w| w.parse().ok()).collect();
+            let v: Vec<f64> = l
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect();
             let first = l.split_whitespace().next()?;
             (first.parse::<u64>().is_ok() && v.len() >= 3).then_some(v)
         })
@@ -147,10 +170,22 @@ pub fn rows(text: &str) -> Vec<Vec<f64>> {
 /// given; perftest's bandwidth servers print no rows).
 pub fn both_ok(what: &str, (s, c): &(End, End), expect_rows: Option<usize>) {
     for (side, e) in [("server", s), ("client", c)] {
-        assert_eq!(e.code, Some(0), "{what}: {side} failed (timed out: {}):\n{}", e.timed_out, e.text);
+        assert_eq!(
+            e.code,
+            Some(0),
+            "{what}: {side} failed (timed out: {}):\n{}",
+            e.timed_out,
+            e.text
+        );
     }
     if let Some(n) = expect_rows {
         let r = rows(&c.text);
-        assert_eq!(r.len(), n, "{what}: the client printed {} rows, expected {n}:\n{}", r.len(), c.text);
+        assert_eq!(
+            r.len(),
+            n,
+            "{what}: the client printed {} rows, expected {n}:\n{}",
+            r.len(),
+            c.text
+        );
     }
 }
