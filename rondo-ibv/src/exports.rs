@@ -1001,20 +1001,29 @@ unsafe extern "C" fn req_notify_cq(cq: *mut ibv_cq, _solicited_only: c_int) -> c
 
 // ---- queue pairs ----
 
-/// The checks and the creation shared by `ibv_create_qp` and `create_qp_ex`.
-///
-/// # Safety
-/// `pd` is ours; the CQ pointers are null or live CQs.
-unsafe fn create_qp_common(
-    pd: *mut ibv_pd,
+/// What `ibv_create_qp` and `create_qp_ex` both give.
+struct QpRequest {
     qp_context: *mut c_void,
     send_cq: *mut ibv_cq,
     recv_cq: *mut ibv_cq,
     srq: *mut c_void,
-    cap: &mut ibv_qp_cap,
     qp_type: u32,
     sq_sig_all: bool,
-) -> *mut ibv_qp {
+}
+
+/// The checks and the creation shared by `ibv_create_qp` and `create_qp_ex`.
+///
+/// # Safety
+/// `pd` is ours; the CQ pointers are null or live CQs.
+unsafe fn create_qp_common(pd: *mut ibv_pd, r: QpRequest, cap: &mut ibv_qp_cap) -> *mut ibv_qp {
+    let QpRequest {
+        qp_context,
+        send_cq,
+        recv_cq,
+        srq,
+        qp_type,
+        sq_sig_all,
+    } = r;
     if qp_type != IBV_QPT_RC {
         refuse(&format!(
             "QP type {qp_type} is not supported: Rondo carries reliable connected (RC) QPs only (no UD, UC, XRC, DC or raw packet QPs)"
@@ -1155,13 +1164,15 @@ pub unsafe extern "C" fn ibv_create_qp(
         unsafe {
             create_qp_common(
                 pd,
-                a.qp_context,
-                a.send_cq,
-                a.recv_cq,
-                a.srq,
+                QpRequest {
+                    qp_context: a.qp_context,
+                    send_cq: a.send_cq,
+                    recv_cq: a.recv_cq,
+                    srq: a.srq,
+                    qp_type: a.qp_type,
+                    sq_sig_all: a.sq_sig_all != 0,
+                },
                 &mut a.cap,
-                a.qp_type,
-                a.sq_sig_all != 0,
             )
         }
     })
@@ -1203,13 +1214,15 @@ unsafe extern "C" fn create_qp_ex(
         let qp = unsafe {
             create_qp_common(
                 a.pd,
-                a.qp_context,
-                a.send_cq,
-                a.recv_cq,
-                a.srq,
+                QpRequest {
+                    qp_context: a.qp_context,
+                    send_cq: a.send_cq,
+                    recv_cq: a.recv_cq,
+                    srq: a.srq,
+                    qp_type: a.qp_type,
+                    sq_sig_all: a.sq_sig_all != 0,
+                },
                 &mut a.cap,
-                a.qp_type,
-                a.sq_sig_all != 0,
             )
         };
         if !qp.is_null() {
