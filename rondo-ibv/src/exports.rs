@@ -1627,3 +1627,107 @@ pub unsafe extern "C" fn ibv_detach_mcast(qp: *mut ibv_qp, gid: *const c_void, l
     // SAFETY: not ours.
     .map_or(libc::ENODEV, |f| unsafe { f(qp, gid, lid) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peer_is_the_ipv4_address_of_a_mapped_gid_else_the_fallback() {
+        let fallback = Ipv4Addr::new(10, 0, 0, 9);
+        let mut a = ibv_ah_attr {
+            dlid: 4242,
+            is_global: 1,
+            ..ibv_ah_attr::default()
+        };
+        a.grh.dgid = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 1, 7];
+        assert_eq!(peer_addr(&a, fallback), "192.168.1.7:4242".parse().unwrap());
+        // Not global (ibv_rc_pingpong without -g, qperf): the fallback.
+        a.is_global = 0;
+        assert_eq!(peer_addr(&a, fallback), "10.0.0.9:4242".parse().unwrap());
+        // A global GID that is not IPv4-mapped (a real RoCE or IB GID): the fallback.
+        a.is_global = 1;
+        a.grh.dgid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(peer_addr(&a, fallback), "10.0.0.9:4242".parse().unwrap());
+    }
+
+    #[test]
+    fn access_flags_map_and_unsupported_mandatory_flags_are_refused() {
+        let all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+        assert_eq!(access_of(all).unwrap(), AccessFlags::ALL);
+        assert_eq!(
+            access_of(IBV_ACCESS_REMOTE_READ).unwrap(),
+            AccessFlags::REMOTE_READ
+        );
+        // Optional flags (relaxed ordering, perftest's default) are ignored.
+        assert_eq!(
+            access_of(all | IBV_ACCESS_OPTIONAL_FIRST).unwrap(),
+            AccessFlags::ALL
+        );
+        // Zero-based (32) and on-demand paging (64) are not.
+        for bad in [32, 64] {
+            let e = access_of(all | bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:#x}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn completions_convert_with_their_status_opcode_and_immediate() {
+        let w = WorkCompletion {
+            wr_id: 7,
+            status: WcStatus::RemAccessErr,
+            opcode: WcOpcode::RdmaWrite,
+            byte_len: 16,
+            imm: None,
+            qp_num: 0x1234,
+        };
+        let c = wc_of(&w);
+        assert_eq!(
+            (c.wr_id, c.status, c.opcode, c.byte_len, c.qp_num, c.wc_flags),
+            (7, 10, 1, 16, 0x1234, 0)
+        );
+        let r = wc_of(&WorkCompletion {
+            status: WcStatus::Success,
+            opcode: WcOpcode::RecvRdmaWithImm,
+            imm: Some(0xdead_beef),
+            ..w
+        });
+        assert_eq!(
+            (r.status, r.opcode, r.imm_data, r.wc_flags),
+            (0, 129, 0xdead_beef, IBV_WC_WITH_IMM)
+        );
+        assert_eq!(
+            wc_of(&WorkCompletion {
+                status: WcStatus::WrFlushErr,
+                ..w
+            })
+            .status,
+            5
+        );
+        assert_eq!(
+            wc_of(&WorkCompletion {
+                status: WcStatus::RetryExcErr,
+                ..w
+            })
+            .status,
+            12
+        );
+    }
+
+    #[test]
+    fn only_the_opcodes_rondo_carries_are_accepted() {
+        for (op, want) in [
+            (0, Opcode::RdmaWrite),
+            (1, Opcode::RdmaWriteWithImm),
+            (2, Opcode::Send),
+            (3, Opcode::SendWithImm),
+            (4, Opcode::RdmaRead),
+        ] {
+            assert_eq!(opcode_of(op).map(|o| o.0), Some(want));
+        }
+        // Atomics, local invalidate, bind MW, send with invalidate, TSO.
+        for op in 5..=10 {
+            assert!(opcode_of(op).is_none(), "{op}");
+        }
+    }
+}
