@@ -131,11 +131,17 @@ impl Ctx {
             fault_seed: cfg.seed,
             ..UdpAttr::default()
         };
-        let ctx =
-            Context::open_udp(attr, udp).map_err(|e| format!("opening the UDP context: {e}"))?;
-        let qps: Arc<Mutex<HashMap<u32, Arc<Link>>>> = Arc::default();
-        let listener = Listener::start(cfg.ip, qps.clone())
-            .map_err(|e| format!("set-up listener on {}: {e}", cfg.ip))?;
+        // Our threads (the progress thread, the set-up listener) block every signal,
+        // so that the application's (qperf's run timer, Ctrl-C) reach its own
+        // threads and interrupt their blocking calls as without the drop-in.
+        let (ctx, qps, listener) = with_signals_blocked(|| {
+            let ctx = Context::open_udp(attr, udp)
+                .map_err(|e| format!("opening the UDP context: {e}"))?;
+            let qps: Arc<Mutex<HashMap<u32, Arc<Link>>>> = Arc::default();
+            let listener = Listener::start(cfg.ip, qps.clone())
+                .map_err(|e| format!("set-up listener on {}: {e}", cfg.ip))?;
+            Ok::<_, String>((ctx, qps, listener))
+        })?;
         // SAFETY: an all-zero pthread mutex is not guaranteed valid: initialised below.
         let mut c = Box::new(Ctx {
             vctx: verbs_context {
@@ -192,6 +198,22 @@ impl Ctx {
             Vendor::Rondo => (0, 0),
             Vendor::Mlx5 => (0x02c9, 4123),
         }
+    }
+}
+
+/// Runs `f` with every signal blocked in the calling thread (threads it spawns
+/// inherit the mask), then restores the mask.
+fn with_signals_blocked<R>(f: impl FnOnce() -> R) -> R {
+    // SAFETY: sigset_t is plain data, filled by sigfillset; pthread_sigmask only
+    // changes the calling thread's mask and `old` restores it.
+    unsafe {
+        let mut all: libc::sigset_t = core::mem::zeroed();
+        let mut old: libc::sigset_t = core::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+        let r = f();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        r
     }
 }
 
