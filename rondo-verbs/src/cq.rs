@@ -4,7 +4,7 @@ use crate::context::Context;
 use crate::types::WorkCompletion;
 use crate::VerbsError;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,27 @@ pub(crate) struct CqShared {
     ready: Condvar,
     /// Threads blocked in [`CqShared::wait`]: a push pays for a wake-up only then.
     waiters: AtomicUsize,
+    /// The completion notification hook ([`CompletionQueue::set_notify`]).
+    notify: Mutex<Hook>,
+    /// One notification is armed ([`CompletionQueue::arm_notify`]).
+    armed: AtomicBool,
+}
+
+/// What a completion notification runs (`ibv_req_notify_cq`'s event).
+pub type NotifyHook = Arc<dyn Fn() + Send + Sync>;
+
+/// The hook, if one is set.
+#[derive(Default)]
+struct Hook(Option<NotifyHook>);
+
+impl core::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Hook(set)"
+        } else {
+            "Hook(none)"
+        })
+    }
 }
 
 impl CqShared {
@@ -28,6 +49,8 @@ impl CqShared {
             overruns: AtomicU64::new(0),
             ready: Condvar::new(),
             waiters: AtomicUsize::new(0),
+            notify: Mutex::new(Hook::default()),
+            armed: AtomicBool::new(false),
         }
     }
 
@@ -43,6 +66,24 @@ impl CqShared {
         // so a push either comes before that check or sees the waiter.
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.ready.notify_all();
+        }
+        drop(q);
+        self.fire_if_armed();
+    }
+
+    /// Runs the hook once if a notification is armed (outside the queue's lock, so
+    /// that the hook may poll).
+    fn fire_if_armed(&self) {
+        if self.armed.load(Ordering::Acquire) && self.armed.swap(false, Ordering::AcqRel) {
+            let hook = self
+                .notify
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .0
+                .clone();
+            if let Some(hook) = hook {
+                hook();
+            }
         }
     }
 
@@ -175,6 +216,30 @@ impl CompletionQueue {
             }
         }
         Ok(out)
+    }
+
+    /// Sets the hook a completion notification runs (replacing any earlier one). It
+    /// runs on whichever thread adds the completion (the progress thread, usually),
+    /// outside the queue's lock: keep it short (write an eventfd, signal a condvar).
+    pub fn set_notify(&self, hook: NotifyHook) {
+        *self
+            .inner
+            .shared
+            .notify
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Hook(Some(hook));
+    }
+
+    /// Arms one notification (`ibv_req_notify_cq`): the hook runs once, when the
+    /// next completion is added, or at once if the queue already holds one (so a
+    /// completion that came between the last poll and the arming is never missed).
+    /// Arming twice before it fires still fires once.
+    pub fn arm_notify(&self) {
+        let shared = &self.inner.shared;
+        shared.armed.store(true, Ordering::Release);
+        if !shared.is_empty() {
+            shared.fire_if_armed();
+        }
     }
 
     /// Completions that arrived while the queue already held `depth` entries (kept,

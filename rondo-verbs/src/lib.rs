@@ -72,7 +72,9 @@
 //! `Context::open_verbs`, `QpInitAttr::verbs(paths, mtu)`): the same progress
 //! thread over a UD queue pair, sleeping briefly when idle since the NIC's
 //! completion queues have no eventfd to wait on (`docs/ibverbs.md`).
-#![forbid(unsafe_code)]
+// Unsafe only where the external-memory contract needs it (`memory`,
+// `ProtectionDomain::register_external`).
+#![deny(unsafe_code)]
 
 mod context;
 mod cq;
@@ -80,6 +82,7 @@ mod error;
 mod fabric;
 pub mod header;
 mod host;
+mod memory;
 mod mr;
 #[cfg(target_os = "linux")]
 mod progress;
@@ -91,7 +94,7 @@ mod udp;
 mod verbs_backend;
 
 pub use context::{devices, Context};
-pub use cq::CompletionQueue;
+pub use cq::{CompletionQueue, NotifyHook};
 pub use error::VerbsError;
 pub use fabric::{FabricConfig, MemFabric};
 pub use host::MAX_MESSAGE_BYTES;

@@ -4,13 +4,15 @@
 //! registration, so that the transport can place WRITEs and READ responses into it
 //! without the application keeping a buffer alive. The application reads and writes
 //! it through [`MemoryRegion::read`], [`MemoryRegion::write`] and
-//! [`MemoryRegion::with_slice`].
+//! [`MemoryRegion::with_slice`]. A program that must keep its own buffer (an
+//! unmodified verbs program under the `rondo-ibv` drop-in) registers it with the
+//! `unsafe` [`ProtectionDomain::register_external`] instead (`crate::memory`).
 
 use crate::context::Context;
+use crate::memory::Memory;
 use crate::types::AccessFlags;
 use crate::VerbsError;
-use memmap2::MmapMut;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 /// A region as the transport sees it: keys, rights, and the memory.
 #[derive(Debug)]
@@ -21,7 +23,7 @@ pub(crate) struct MrShared {
     pub access: AccessFlags,
     pub addr: u64,
     pub len: usize,
-    mem: Mutex<MmapMut>,
+    mem: Memory,
 }
 
 impl MrShared {
@@ -32,25 +34,30 @@ impl MrShared {
                 reason: "a memory region holds at least one byte".into(),
             });
         }
-        let mem = MmapMut::map_anon(len).map_err(|e| VerbsError::Alloc {
-            bytes: len,
-            reason: e.to_string(),
-        })?;
-        Ok(MrShared {
+        Ok(Self::over(Memory::owned(len)?, pd, access))
+    }
+
+    /// A region over `mem` (keys are set at registration).
+    pub(crate) fn over(mem: Memory, pd: u32, access: AccessFlags) -> MrShared {
+        MrShared {
             lkey: 0,
             rkey: 0,
             pd,
             access,
-            addr: mem.as_ptr() as u64,
-            len,
-            mem: Mutex::new(mem),
-        })
+            addr: mem.addr(),
+            len: mem.len(),
+            mem,
+        }
     }
 
-    /// The memory, locked. A panic elsewhere while it was held leaves bytes, not
-    /// broken invariants, so a poisoned lock is taken over.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, MmapMut> {
-        self.mem.lock().unwrap_or_else(|p| p.into_inner())
+    /// Copies `src` into the region at offset `off` (false: outside the region).
+    pub(crate) fn copy_in(&self, off: usize, src: &[u8]) -> bool {
+        self.mem.copy_in(off, src)
+    }
+
+    /// Copies the region's bytes at offset `off` into `dst` (false: outside).
+    pub(crate) fn copy_out(&self, off: usize, dst: &mut [u8]) -> bool {
+        self.mem.copy_out(off, dst)
     }
 
     /// Offset of `[addr, addr + len)` inside the region, if it lies wholly inside.
@@ -98,7 +105,44 @@ impl ProtectionDomain {
     /// Registers `len` bytes of new, zeroed, page-aligned memory with `access`
     /// (`ibv_reg_mr`). Keys are random per registration.
     pub fn register(&self, len: usize, access: AccessFlags) -> Result<MemoryRegion, VerbsError> {
-        let mr = MrShared::new(len, self.id(), access)?;
+        self.register_shared(MrShared::new(len, self.id(), access)?)
+    }
+
+    /// Registers the application's `len` bytes at `addr` with `access`
+    /// (`ibv_reg_mr` over the caller's buffer). The transport copies bytes in and
+    /// out through raw pointers, never through references, so the caller may read
+    /// the buffer while requests land in it, as with a NIC.
+    ///
+    /// # Safety
+    /// `addr..addr + len` must be valid for reads and writes, from any thread, until
+    /// the returned region and every clone of it are dropped and no posted work
+    /// request names it any more (destroy or drain the QPs that use it first); it
+    /// must not be freed or unmapped before.
+    #[allow(unsafe_code)]
+    pub unsafe fn register_external(
+        &self,
+        addr: *mut u8,
+        len: usize,
+        access: AccessFlags,
+    ) -> Result<MemoryRegion, VerbsError> {
+        if len == 0 || addr.is_null() {
+            return Err(VerbsError::InvalidAttr {
+                name: "len",
+                reason: "an external region needs a non-null address and at least one byte".into(),
+            });
+        }
+        if (addr as usize).checked_add(len).is_none() {
+            return Err(VerbsError::InvalidAttr {
+                name: "len",
+                reason: format!("{len} bytes at {addr:p} wrap around the address space"),
+            });
+        }
+        // SAFETY: the caller's contract is `Memory::external`'s.
+        let mem = unsafe { Memory::external(addr, len) };
+        self.register_shared(MrShared::over(mem, self.id(), access))
+    }
+
+    fn register_shared(&self, mr: MrShared) -> Result<MemoryRegion, VerbsError> {
         let shared = self.inner.ctx.register(mr)?;
         Ok(MemoryRegion {
             inner: Arc::new(MrInner {
@@ -182,20 +226,27 @@ impl MemoryRegion {
     /// Copies `src` into the region at `offset`.
     pub fn write(&self, offset: usize, src: &[u8]) -> Result<(), VerbsError> {
         self.check(offset, src.len())?;
-        self.inner.shared.lock()[offset..offset + src.len()].copy_from_slice(src);
+        self.inner.shared.copy_in(offset, src);
         Ok(())
     }
 
     /// Copies bytes at `offset` into `dst`.
     pub fn read(&self, offset: usize, dst: &mut [u8]) -> Result<(), VerbsError> {
         self.check(offset, dst.len())?;
-        dst.copy_from_slice(&self.inner.shared.lock()[offset..offset + dst.len()]);
+        self.inner.shared.copy_out(offset, dst);
         Ok(())
     }
 
+    /// Whether the region is the application's memory
+    /// ([`ProtectionDomain::register_external`]).
+    pub fn is_external(&self) -> bool {
+        self.inner.shared.mem.is_external()
+    }
+
     /// Runs `f` on the whole region, locked against the transport. Do not call other
-    /// verbs from `f` (the transport may be waiting for this lock).
+    /// verbs from `f` (the transport may be waiting for this lock). An external
+    /// region is never viewed as a slice: `f` runs on a copy, written back after it.
     pub fn with_slice<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> R {
-        f(&mut self.inner.shared.lock()[..])
+        self.inner.shared.mem.with_bytes(f)
     }
 }

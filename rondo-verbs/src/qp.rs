@@ -435,11 +435,39 @@ impl QueuePair {
         self.inner.ctx.with_host(|h, now| h.post_send(now, qpn, wr))
     }
 
+    /// Like [`Self::post_send`], taking the request by value: the queue keeps it
+    /// as it is, without the copy (and its scatter/gather allocation) that
+    /// `post_send` makes.
+    pub fn post_send_owned(&self, wr: SendWr) -> Result<(), VerbsError> {
+        let qpn = self.inner.qpn;
+        self.inner
+            .ctx
+            .with_host(|h, now| h.post_send_owned(now, qpn, wr))
+    }
+
     /// Posts a receive work request (`ibv_post_recv`).
     pub fn post_recv(&self, wr: &RecvWr) -> Result<(), VerbsError> {
+        self.post_recv_owned(wr.clone())
+    }
+
+    /// Like [`Self::post_recv`], taking the request by value (no copy).
+    pub fn post_recv_owned(&self, wr: RecvWr) -> Result<(), VerbsError> {
         self.inner
             .ctx
             .with_host(|h, _| h.post_recv(self.inner.qpn, wr))
+    }
+
+    /// Forces the QP into the error state (`ibv_modify_qp` to `IBV_QPS_ERR`): every
+    /// outstanding send and every posted receive completes with
+    /// [`WcStatus::WrFlushErr`](crate::WcStatus::WrFlushErr), and so does whatever is
+    /// posted afterwards. A QP already in error is left as it is.
+    pub fn set_error(&self) {
+        let qpn = self.inner.qpn;
+        self.inner.ctx.with_host(|h, _| {
+            if h.qp_state(qpn) != QpState::Error {
+                h.fail_qp(qpn, None);
+            }
+        });
     }
 
     /// Transport and verbs counters.

@@ -325,7 +325,7 @@ impl VerbsHost {
     }
 
     /// Posts a receive (`ibv_post_recv`).
-    pub(crate) fn post_recv(&mut self, qpn: u32, wr: &RecvWr) -> Result<(), VerbsError> {
+    pub(crate) fn post_recv(&mut self, qpn: u32, wr: RecvWr) -> Result<(), VerbsError> {
         let slot = self
             .qps
             .get_mut(&qpn)
@@ -346,7 +346,7 @@ impl VerbsHost {
                 depth: slot.attr.max_recv_wr,
             });
         }
-        rx.recvs.push_back(wr.clone());
+        rx.recvs.push_back(wr);
         Ok(())
     }
 

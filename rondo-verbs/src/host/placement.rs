@@ -283,7 +283,7 @@ impl RequestPlacement {
             };
             let k = bytes.len().min(seg.len - at.1);
             let start = seg.off + at.1;
-            seg.mr.lock()[start..start + k].copy_from_slice(&bytes[..k]);
+            seg.mr.copy_in(start, &bytes[..k]);
             bytes = &bytes[k..];
             at.1 += k;
             if at.1 == seg.len {
@@ -522,7 +522,9 @@ mod tests {
             (rx.expected_req, rx.recvs.len(), rx.bytes_direct),
             (1, 1, 1000)
         );
-        assert_eq!(&mr.lock()[..1000], &[7; 1000][..]);
+        let mut got = vec![0; 1000];
+        assert!(mr.copy_out(0, &mut got));
+        assert_eq!(got, vec![7; 1000]);
     }
 
     #[test]

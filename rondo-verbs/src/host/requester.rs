@@ -20,6 +20,23 @@ impl VerbsHost {
         qpn: u32,
         wr: &SendWr,
     ) -> Result<(), VerbsError> {
+        self.check_send(qpn, wr)?;
+        self.queue_send(now, qpn, wr.clone())
+    }
+
+    /// [`Self::post_send`] of a request given by value (kept without a copy).
+    pub(crate) fn post_send_owned(
+        &mut self,
+        now: Instant,
+        qpn: u32,
+        wr: SendWr,
+    ) -> Result<(), VerbsError> {
+        self.check_send(qpn, &wr)?;
+        self.queue_send(now, qpn, wr)
+    }
+
+    /// The checks of `ibv_post_send` that fail the call itself.
+    fn check_send(&self, qpn: u32, wr: &SendWr) -> Result<(), VerbsError> {
         let Some(slot) = self.qps.get(&qpn) else {
             return Err(VerbsError::InvalidWr("no such QP"));
         };
@@ -51,17 +68,25 @@ impl VerbsHost {
                     hint: "connect the QP to its peer before posting sends",
                 })
             }
-            QpState::Error => {
-                let wc = slot.completion(wr.wr_id, WcStatus::WrFlushErr, wc_opcode(wr.opcode));
-                slot.send_cq.push(wc);
-                return Ok(());
-            }
-            QpState::Rts => {}
+            QpState::Error | QpState::Rts => {}
         }
-        if slot.outstanding.len() >= slot.attr.max_send_wr {
+        if slot.state == QpState::Rts && slot.outstanding.len() >= slot.attr.max_send_wr {
             return Err(VerbsError::SendQueueFull {
                 depth: slot.attr.max_send_wr,
             });
+        }
+        Ok(())
+    }
+
+    /// Queues a checked request (or flushes it on a QP in error) and sends it.
+    fn queue_send(&mut self, now: Instant, qpn: u32, wr: SendWr) -> Result<(), VerbsError> {
+        let Some(slot) = self.qps.get(&qpn) else {
+            return Err(VerbsError::InvalidWr("no such QP"));
+        };
+        if slot.state == QpState::Error {
+            let wc = slot.completion(wr.wr_id, WcStatus::WrFlushErr, wc_opcode(wr.opcode));
+            slot.send_cq.push(wc);
+            return Ok(());
         }
         let len = wr.total_len();
         let need = if wr.opcode == Opcode::RdmaRead {
@@ -83,7 +108,7 @@ impl VerbsHost {
         let slot = self.qps.get_mut(&qpn).expect("checked above");
         slot.outstanding.push_back(Request {
             req_id: slot.next_req,
-            wr: wr.clone(),
+            wr,
             len,
             sent: false,
             rnr_count: 0,
@@ -260,7 +285,7 @@ impl VerbsHost {
                     return false;
                 };
                 let n = sge.len as usize;
-                mr.lock()[off..off + n].copy_from_slice(&payload[at..at + n]);
+                mr.copy_in(off, &payload[at..at + n]);
                 at += n;
             }
         }
@@ -311,7 +336,7 @@ impl ExternalBytes for GatherList {
             }
             let k = (n - offset).min(dst.len());
             let start = off + offset;
-            dst[..k].copy_from_slice(&mr.lock()[start..start + k]);
+            mr.copy_out(start, &mut dst[..k]);
             dst = &mut dst[k..];
             offset = 0;
         }

@@ -1,0 +1,239 @@
+//! Configuration by environment, read once when the library is first used.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `RONDO_IBV_IP` | IPv4 address of `rondo0` (its GID is `::ffff:<ip>`) | the first non-loopback IPv4 address, else 127.0.0.1 |
+//! | `RONDO_IBV_PATHS` | paths each QP sprays over (one UDP socket each); both ends the same | 4 |
+//! | `RONDO_IBV_MTU` | datagram size in bytes (engine and verbs headers included: 4196 carries 4096 bytes of data, as a RoCE packet at MTU 4096, and `rondo perf`'s default); both ends the same | 4196 |
+//! | `RONDO_IBV_PEER` | peer address for programs that exchange no GID (`ibv_rc_pingpong` without `-g`, qperf) | the local address |
+//! | `RONDO_IBV_VENDOR` | `mlx5`: report a ConnectX-6 so perftest takes its `ibv_wr_*`/inline path | none |
+//! | `RONDO_IBV_LOSS`, `RONDO_IBV_REORDER` | fault injection on arrival: probability of a drop, of a reordering | 0 |
+//! | `RONDO_IBV_SEED` | seed of the fault injection | 1 |
+//! | `RONDO_IBV_DEBUG` | `1`: log every object and connection set-up to stderr | off |
+
+use std::net::Ipv4Addr;
+
+/// Why the environment could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A variable's value does not parse or is out of range.
+    #[error("{name}={value}: {reason}")]
+    Bad {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What is allowed.
+        reason: &'static str,
+    },
+}
+
+/// The vendor `rondo0` reports in `ibv_query_device`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Vendor {
+    /// Vendor and part 0: perftest uses `ibv_post_send` and no inline data.
+    Rondo,
+    /// Mellanox ConnectX-6 (0x02c9, part 4123): perftest uses `ibv_wr_*` and inline data.
+    Mlx5,
+}
+
+/// The library's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Address of `rondo0`'s sockets and listener.
+    pub ip: Ipv4Addr,
+    /// Paths per QP.
+    pub paths: u16,
+    /// Datagram size.
+    pub mtu: usize,
+    /// Peer address when the application gives no GID.
+    pub peer: Ipv4Addr,
+    /// Reported vendor.
+    pub vendor: Vendor,
+    /// Injected loss probability.
+    pub loss: f64,
+    /// Injected reordering probability.
+    pub reorder: f64,
+    /// Seed of the fault injection.
+    pub seed: u64,
+    /// Log to stderr.
+    pub debug: bool,
+}
+
+fn parse<T: std::str::FromStr>(
+    get: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: T,
+    reason: &'static str,
+    ok: impl Fn(&T) -> bool,
+) -> Result<T, ConfigError> {
+    match get(name) {
+        None => Ok(default),
+        Some(v) => match v.trim().parse::<T>() {
+            Ok(x) if ok(&x) => Ok(x),
+            _ => Err(ConfigError::Bad {
+                name,
+                value: v,
+                reason,
+            }),
+        },
+    }
+}
+
+impl Config {
+    /// The configuration from the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Self::from_vars(|k| std::env::var(k).ok())
+    }
+
+    /// The configuration from the variables `get` gives (the environment's, in
+    /// [`Config::from_env`]).
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let ip = match get("RONDO_IBV_IP") {
+            Some(v) => v.trim().parse().map_err(|_| ConfigError::Bad {
+                name: "RONDO_IBV_IP",
+                value: v,
+                reason: "give an IPv4 address such as 192.168.1.10",
+            })?,
+            None => first_non_loopback().unwrap_or(Ipv4Addr::LOCALHOST),
+        };
+        let paths = parse(&get, "RONDO_IBV_PATHS", 4u16, "give 1 to 64 paths", |p| {
+            (1..=64).contains(p)
+        })?;
+        let mtu = parse(
+            &get,
+            "RONDO_IBV_MTU",
+            4196usize,
+            "give a datagram size of 512 to 9216 bytes",
+            |m| (512..=9216).contains(m),
+        )?;
+        let peer = parse(
+            &get,
+            "RONDO_IBV_PEER",
+            ip,
+            "give the peer's IPv4 address",
+            |_| true,
+        )?;
+        let vendor = match get("RONDO_IBV_VENDOR").as_deref().map(str::trim) {
+            None | Some("") | Some("rondo") => Vendor::Rondo,
+            Some("mlx5") => Vendor::Mlx5,
+            Some(v) => {
+                return Err(ConfigError::Bad {
+                    name: "RONDO_IBV_VENDOR",
+                    value: v.into(),
+                    reason: "give mlx5 (ConnectX emulation) or rondo",
+                })
+            }
+        };
+        let prob = |p: &f64| (0.0..1.0).contains(p);
+        let loss = parse(
+            &get,
+            "RONDO_IBV_LOSS",
+            0.0,
+            "give a probability in [0, 1)",
+            prob,
+        )?;
+        let reorder = parse(
+            &get,
+            "RONDO_IBV_REORDER",
+            0.0,
+            "give a probability in [0, 1)",
+            prob,
+        )?;
+        let seed = parse(
+            &get,
+            "RONDO_IBV_SEED",
+            1u64,
+            "give an unsigned integer",
+            |_| true,
+        )?;
+        let debug = get("RONDO_IBV_DEBUG").is_some_and(|v| !v.is_empty() && v != "0");
+        Ok(Config {
+            ip,
+            paths,
+            mtu,
+            peer,
+            vendor,
+            loss,
+            reorder,
+            seed,
+            debug,
+        })
+    }
+}
+
+/// The first IPv4 address of an interface that is up and not loopback.
+fn first_non_loopback() -> Option<Ipv4Addr> {
+    let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `list` with a linked list we free below.
+    if unsafe { libc::getifaddrs(&mut list) } != 0 {
+        return None;
+    }
+    let mut found = None;
+    let mut at = list;
+    while !at.is_null() {
+        // SAFETY: `at` is a node of the list getifaddrs returned, alive until freed.
+        let ifa = unsafe { &*at };
+        let up = ifa.ifa_flags & libc::IFF_UP as u32 != 0;
+        let lo = ifa.ifa_flags & libc::IFF_LOOPBACK as u32 != 0;
+        if up && !lo && !ifa.ifa_addr.is_null() {
+            // SAFETY: a non-null ifa_addr points to a sockaddr of its family.
+            let family = unsafe { (*ifa.ifa_addr).sa_family };
+            if i32::from(family) == libc::AF_INET {
+                // SAFETY: AF_INET addresses are sockaddr_in.
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                found = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+                break;
+            }
+        }
+        at = ifa.ifa_next;
+    }
+    // SAFETY: `list` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(list) };
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(v: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| v.iter().find(|(n, _)| *n == k).map(|(_, x)| x.to_string())
+    }
+
+    #[test]
+    fn defaults_and_overrides_parse_and_bad_values_are_named() {
+        let c = Config::from_vars(vars(&[("RONDO_IBV_IP", "127.0.0.1")])).unwrap();
+        assert_eq!(
+            (c.paths, c.mtu, c.peer, c.vendor),
+            (4, 4196, Ipv4Addr::LOCALHOST, Vendor::Rondo)
+        );
+        let c = Config::from_vars(vars(&[
+            ("RONDO_IBV_IP", "10.0.0.1"),
+            ("RONDO_IBV_PEER", "10.0.0.2"),
+            ("RONDO_IBV_PATHS", "8"),
+            ("RONDO_IBV_MTU", "4096"),
+            ("RONDO_IBV_VENDOR", "mlx5"),
+            ("RONDO_IBV_LOSS", "0.01"),
+            ("RONDO_IBV_DEBUG", "1"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            (c.paths, c.mtu, c.vendor, c.loss, c.debug),
+            (8, 4096, Vendor::Mlx5, 0.01, true)
+        );
+        assert_eq!(c.peer, Ipv4Addr::new(10, 0, 0, 2));
+        for (k, v) in [
+            ("RONDO_IBV_PATHS", "0"),
+            ("RONDO_IBV_MTU", "100"),
+            ("RONDO_IBV_IP", "::1"),
+            ("RONDO_IBV_VENDOR", "bnxt"),
+            ("RONDO_IBV_LOSS", "1.5"),
+        ] {
+            let e = Config::from_vars(vars(&[(k, v)])).unwrap_err();
+            assert!(e.to_string().starts_with(&format!("{k}={v}: ")), "{e}");
+        }
+    }
+}

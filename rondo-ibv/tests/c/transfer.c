@@ -1,0 +1,222 @@
+/* Our own verbs program, run under the drop-in by tests/transfer.rs: two contexts
+ * of rondo0 in one process, one RC QP each, connected the usual way (GID, LID, QP
+ * number at RTR). SEND, WRITE_WITH_IMM and READ of 1 B to 1 MiB with every byte
+ * checked (run under injected loss and reordering), then a WRITE with a wrong rkey
+ * must complete with IBV_WC_REM_ACCESS_ERR. Exit 0 when everything held. */
+#include <infiniband/verbs.h>
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX (1 << 20)
+#define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); fprintf(stderr, "\n"); exit(1); } while (0)
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	unsigned char *buf;
+	uint16_t lid;
+	union ibv_gid gid;
+};
+
+static void open_side(struct ibv_device *dev, struct side *s)
+{
+	struct ibv_port_attr port;
+	struct ibv_qp_init_attr init = { 0 };
+	struct ibv_qp_attr attr = { 0 };
+
+	s->ctx = ibv_open_device(dev);
+	if (!s->ctx) FAIL("ibv_open_device");
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	s->buf = aligned_alloc(4096, 2 * MAX + 4096);
+	memset(s->buf, 0, 2 * MAX + 4096);
+	s->mr = ibv_reg_mr(s->pd, s->buf, 2 * MAX + 4096,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (!s->pd || !s->cq || !s->mr) FAIL("pd/cq/mr");
+	init.send_cq = s->cq;
+	init.recv_cq = s->cq;
+	init.cap.max_send_wr = 16;
+	init.cap.max_recv_wr = 16;
+	init.cap.max_send_sge = 1;
+	init.cap.max_recv_sge = 1;
+	init.qp_type = IBV_QPT_RC;
+	s->qp = ibv_create_qp(s->pd, &init);
+	if (!s->qp) FAIL("ibv_create_qp");
+	attr.qp_state = IBV_QPS_INIT;
+	attr.port_num = 1;
+	attr.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		FAIL("to INIT");
+	if (ibv_query_port(s->ctx, 1, &port) || port.state != IBV_PORT_ACTIVE) FAIL("port");
+	s->lid = port.lid;
+	if (ibv_query_gid(s->ctx, 1, 0, &s->gid)) FAIL("gid");
+}
+
+static void connect_side(struct side *s, struct side *peer)
+{
+	struct ibv_qp_attr attr = { 0 };
+
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_4096;
+	attr.dest_qp_num = peer->qp->qp_num;
+	attr.rq_psn = 0;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.grh.dgid = peer->gid;
+	attr.ah_attr.grh.hop_limit = 1;
+	attr.ah_attr.dlid = peer->lid;
+	attr.ah_attr.port_num = 1;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		FAIL("to RTR");
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = 0;
+	attr.max_rd_atomic = 1;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("to RTS");
+}
+
+/* One completion of `cq` within 60 s. */
+static struct ibv_wc one(struct ibv_cq *cq, const char *what)
+{
+	struct ibv_wc wc;
+	time_t start = time(NULL);
+
+	for (;;) {
+		int n = ibv_poll_cq(cq, 1, &wc);
+		if (n < 0) FAIL("%s: ibv_poll_cq", what);
+		if (n == 1) return wc;
+		if (time(NULL) - start > 60) FAIL("%s: no completion within 60 s", what);
+	}
+}
+
+static void fill(unsigned char *p, size_t n, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u | 1;
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+		p[i] = (unsigned char)x;
+	}
+}
+
+static void post(struct side *s, enum ibv_wr_opcode op, size_t off, size_t len, uint64_t raddr,
+		 uint32_t rkey, uint32_t imm, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + off, .length = (uint32_t)len, .lkey = s->mr->lkey };
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	wr.wr_id = id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htonl(imm);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(s->qp, &wr, &bad)) FAIL("ibv_post_send");
+}
+
+static void post_recv(struct side *s, size_t off, size_t len, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + off, .length = (uint32_t)len, .lkey = s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = len ? 1 : 0 }, *bad;
+
+	if (ibv_post_recv(s->qp, &wr, &bad)) FAIL("ibv_post_recv");
+}
+
+static void check_wc(struct ibv_wc wc, uint64_t id, enum ibv_wc_opcode op, const char *what, size_t len)
+{
+	if (wc.status != IBV_WC_SUCCESS) FAIL("%s of %zu B: status %s", what, len, ibv_wc_status_str(wc.status));
+	if (wc.wr_id != id || wc.opcode != op) FAIL("%s of %zu B: wr_id %llu opcode %d", what, len,
+						 (unsigned long long)wc.wr_id, wc.opcode);
+}
+
+int main(void)
+{
+	static const size_t sizes[] = { 1, 2, 63, 4096, 8999, 65537, 300000, MAX };
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device *dev = NULL;
+	struct side a, b;
+	uint64_t id = 1;
+
+	for (int i = 0; list && list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), "rondo0")) dev = list[i];
+	if (!dev) FAIL("no rondo0 (is librondo_ibv.so preloaded?)");
+	open_side(dev, &a);
+	open_side(dev, &b);
+	connect_side(&a, &b);
+	connect_side(&b, &a);
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		struct ibv_wc wc;
+
+		/* SEND into a receive. */
+		fill(a.buf, n, (unsigned)(k + 1));
+		memset(b.buf, 0, MAX);
+		post_recv(&b, 0, MAX, id);
+		post(&a, IBV_WR_SEND, 0, n, 0, 0, 0, id + 1);
+		check_wc(one(a.cq, "SEND"), id + 1, IBV_WC_SEND, "SEND", n);
+		wc = one(b.cq, "RECV");
+		check_wc(wc, id, IBV_WC_RECV, "RECV", n);
+		if (wc.byte_len != n || wc.wc_flags & IBV_WC_WITH_IMM) FAIL("RECV of %zu B: byte_len %u", n, wc.byte_len);
+		if (memcmp(a.buf, b.buf, n)) FAIL("SEND of %zu B: bytes differ", n);
+		id += 2;
+
+		/* WRITE_WITH_IMM at an offset, consuming a zero-length receive. */
+		fill(a.buf, n, (unsigned)(k + 100));
+		post_recv(&b, 0, 0, id);
+		post(&a, IBV_WR_RDMA_WRITE_WITH_IMM, 0, n, (uintptr_t)b.buf + MAX + 3, b.mr->rkey, 0xabc000 + (unsigned)k, id + 1);
+		check_wc(one(a.cq, "WRITE_WITH_IMM"), id + 1, IBV_WC_RDMA_WRITE, "WRITE_WITH_IMM", n);
+		wc = one(b.cq, "RECV_RDMA_WITH_IMM");
+		check_wc(wc, id, IBV_WC_RECV_RDMA_WITH_IMM, "RECV_RDMA_WITH_IMM", n);
+		if (!(wc.wc_flags & IBV_WC_WITH_IMM) || ntohl(wc.imm_data) != 0xabc000 + (unsigned)k)
+			FAIL("WRITE_WITH_IMM of %zu B: immediate %#x flags %#x", n, ntohl(wc.imm_data), wc.wc_flags);
+		if (memcmp(a.buf, b.buf + MAX + 3, n)) FAIL("WRITE_WITH_IMM of %zu B: bytes differ", n);
+		id += 2;
+
+		/* READ B's bytes into A. */
+		fill(b.buf, n, (unsigned)(k + 200));
+		memset(a.buf + MAX, 0, n);
+		post(&a, IBV_WR_RDMA_READ, MAX, n, (uintptr_t)b.buf, b.mr->rkey, 0, id);
+		wc = one(a.cq, "READ");
+		check_wc(wc, id, IBV_WC_RDMA_READ, "READ", n);
+		if (memcmp(a.buf + MAX, b.buf, n)) FAIL("READ of %zu B: bytes differ", n);
+		id += 1;
+		printf("%zu B: SEND, WRITE_WITH_IMM, READ ok\n", n);
+	}
+
+	/* A wrong rkey. */
+	post(&a, IBV_WR_RDMA_WRITE, 0, 16, (uintptr_t)b.buf, b.mr->rkey ^ 0x5a5a, 0, id);
+	{
+		struct ibv_wc wc = one(a.cq, "bad rkey");
+		if (wc.status != IBV_WC_REM_ACCESS_ERR)
+			FAIL("WRITE with a wrong rkey: status %s, not remote access error", ibv_wc_status_str(wc.status));
+	}
+	printf("wrong rkey: %s\n", ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR));
+	ibv_destroy_qp(a.qp);
+	ibv_destroy_qp(b.qp);
+	ibv_dereg_mr(a.mr);
+	ibv_dereg_mr(b.mr);
+	ibv_destroy_cq(a.cq);
+	ibv_destroy_cq(b.cq);
+	ibv_dealloc_pd(a.pd);
+	ibv_dealloc_pd(b.pd);
+	ibv_close_device(a.ctx);
+	ibv_close_device(b.ctx);
+	ibv_free_device_list(list);
+	printf("all transfers checked\n");
+	return 0;
+}

@@ -1,0 +1,69 @@
+//! Our own C verbs program (`tests/c/transfer.c`) under the drop-in: SEND,
+//! WRITE_WITH_IMM and READ of 1 B to 1 MiB, every byte checked, with 1% injected
+//! loss and 5% reordering on arrival (`RONDO_IBV_LOSS`, `RONDO_IBV_REORDER`, seeded);
+//! a WRITE with a wrong rkey completes with `IBV_WC_REM_ACCESS_ERR`.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::Duration;
+
+#[test]
+fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
+    if !std::path::Path::new("/usr/include/infiniband/verbs.h").exists() {
+        assert!(
+            std::env::var("RONDO_IBV_REQUIRE_PROGRAMS").as_deref() != Ok("1"),
+            "no verbs.h (apt-get install libibverbs-dev)"
+        );
+        eprintln!("skipped: no verbs.h (apt-get install libibverbs-dev)");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("rondo-ibv-transfer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("transfer");
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/transfer.c");
+    let cc = Command::new("cc")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .arg("-libverbs")
+        .output()
+        .expect("cc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    for seed in ["1", "2"] {
+        let env = [
+            ("RONDO_IBV_LOSS", "0.01"),
+            ("RONDO_IBV_REORDER", "0.05"),
+            ("RONDO_IBV_SEED", seed),
+            ("RONDO_IBV_DEBUG", "1"),
+        ];
+        let child = preloaded(exe.to_str().unwrap(), &[], &env)
+            .spawn()
+            .expect("run transfer");
+        let (out, timed_out) = finish(child, Duration::from_secs(180));
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success() && !timed_out, "seed {seed}:\n{text}");
+        assert!(
+            text.contains("1048576 B: SEND, WRITE_WITH_IMM, READ ok"),
+            "{text}"
+        );
+        assert!(text.contains("wrong rkey: remote access error"), "{text}");
+        // The faults were injected: each context's closing line counts them.
+        let dropped: u64 = text
+            .lines()
+            .filter_map(|l| l.split("fault injection dropped ").nth(1))
+            .filter_map(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+            .sum();
+        assert!(dropped > 0, "no datagram was dropped:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
