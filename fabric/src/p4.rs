@@ -1,0 +1,1 @@
+//! P4 control plane (todo)
