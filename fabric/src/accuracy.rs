@@ -4,15 +4,17 @@
 //!
 //! Two phases, both from the first host's sockets to the second host's, through a
 //! fabric on the topology's listen address:
-//! 1. **rate**: every path is offered 10% more than its rate for the run's time (the
-//!    queue stays full, the excess is dropped at the threshold); the delivered rate
-//!    is the bytes that arrived after the first datagram over the time from the first
-//!    to the last arrival;
+//! 1. **rate**: rounds of one burst per path that fills 90% of the path's data
+//!    queue, sent as fast as the sockets take it (so the measurement does not depend
+//!    on a sender keeping pace on a loaded host); the fabric serialises each burst at
+//!    the path's rate. The delivered rate is the bytes that arrived after each
+//!    round's first datagram over the time from its first to its last arrival,
+//!    summed over the rounds of the run's time;
 //! 2. **delay**: with the queues drained, one datagram per path every 2 ms, stamped
 //!    with its send time; the added delay is the median of arrival minus send time,
 //!    against the configured delay plus the datagram's serialisation time.
 
-use crate::run::{now, Fabric, FabricError};
+use crate::run::{now, recv_stamped, set_int, wait_readable, wall_ns, Fabric, FabricError};
 use crate::topology::Topology;
 use rondo_proto::time::Duration;
 use serde::Serialize;
@@ -58,6 +60,8 @@ pub struct Accuracy {
     pub datagrams: u64,
     /// The fabric thread's CPU time per datagram, µs.
     pub cpu_us_per_datagram: f64,
+    /// The fabric's counters at the end.
+    pub counters: crate::Counters,
 }
 
 impl Accuracy {
@@ -83,26 +87,45 @@ impl Accuracy {
             "{} datagrams of {} B, fabric CPU {:.2} us per datagram\n",
             self.datagrams, self.datagram_bytes, self.cpu_us_per_datagram
         );
+        s += &self.counters.to_table();
         s
     }
 }
 
-/// A datagram the fabric classes as data: Rondo version 1, type DATA; bytes 24..32
-/// carry the send time.
-fn datagram(len: usize, sent_ns: u64) -> Vec<u8> {
+/// A datagram the fabric classes as data: Rondo version 1, type DATA; bytes 8..12
+/// carry the round, bytes 24..32 the send time.
+fn datagram(len: usize, round: u32, sent_ns: u64) -> Vec<u8> {
     let mut d = vec![0u8; len.max(32)];
     d[0] = 1;
     d[1] = 1;
+    d[8..12].copy_from_slice(&round.to_be_bytes());
     d[24..32].copy_from_slice(&sent_ns.to_be_bytes());
     d
 }
 
+/// What a receiver saw of one round.
 #[derive(Default, Clone, Copy)]
 struct Seen {
+    round: u32,
     first_ns: u64,
     last_ns: u64,
     bytes_after_first: u64,
-    count: u64,
+}
+
+/// Rounds summed: bytes after each round's first arrival, and the spans.
+#[derive(Default, Clone, Copy)]
+struct Sum {
+    bytes: u64,
+    span_ns: u64,
+}
+
+impl Sum {
+    fn add(&mut self, s: &Seen) {
+        if s.last_ns > s.first_ns {
+            self.bytes += s.bytes_after_first;
+            self.span_ns += s.last_ns - s.first_ns;
+        }
+    }
 }
 
 /// Runs both phases, `rate_s` seconds of rate measurement with datagrams of `len`
@@ -142,61 +165,79 @@ pub fn measure(topo: &Topology, rate_s: f64, len: usize) -> Result<Accuracy, Fab
     let mut handles = Vec::new();
     for (i, r) in receivers.into_iter().enumerate() {
         let (phase, done) = (phase.clone(), done.clone());
-        let _ = r.set_read_timeout(Some(StdDuration::from_millis(20)));
+        // Kernel receive times, so that a receiver thread that runs late on a
+        // loaded host does not count against the fabric.
+        let _ = set_int(&r, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 16 << 20);
+        let _ = set_int(&r, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1);
         let _ = socket2::SockRef::from(&r).set_recv_buffer_size(8 << 20);
         handles.push(std::thread::spawn(move || {
-            let mut seen = Seen::default();
+            let mut seen: Option<Seen> = None;
+            let mut sum = Sum::default();
             let mut delays = Vec::new();
             let mut buf = vec![0u8; 65_536];
             while !done.load(Ordering::Relaxed) {
-                let Ok(n) = r.recv(&mut buf) else { continue };
-                let t = now().as_ns();
+                let Ok((n, _, stamp)) = recv_stamped(&r, &mut buf) else {
+                    wait_readable(&r, StdDuration::from_millis(20));
+                    continue;
+                };
+                let t = stamp.unwrap_or_else(wall_ns);
+                if n < 32 {
+                    continue;
+                }
+                let round = u32::from_be_bytes(buf[8..12].try_into().unwrap_or_default());
                 if phase.load(Ordering::Relaxed) {
-                    if n >= 32 {
-                        let sent = u64::from_be_bytes(buf[24..32].try_into().unwrap_or_default());
-                        delays.push(t.saturating_sub(sent));
+                    let sent = u64::from_be_bytes(buf[24..32].try_into().unwrap_or_default());
+                    delays.push(t.saturating_sub(sent));
+                    continue;
+                }
+                match &mut seen {
+                    Some(s) if s.round == round => {
+                        s.last_ns = t;
+                        s.bytes_after_first += n as u64;
                     }
-                } else if seen.count == 0 {
-                    seen = Seen {
-                        first_ns: t,
-                        last_ns: t,
-                        bytes_after_first: 0,
-                        count: 1,
-                    };
-                } else {
-                    seen.last_ns = t;
-                    seen.bytes_after_first += n as u64;
-                    seen.count += 1;
+                    _ => {
+                        if let Some(s) = &seen {
+                            sum.add(s);
+                        }
+                        seen = Some(Seen {
+                            round,
+                            first_ns: t,
+                            last_ns: t,
+                            bytes_after_first: 0,
+                        });
+                    }
                 }
             }
-            (i, seen, delays)
+            if let Some(s) = &seen {
+                sum.add(s);
+            }
+            (i, sum, delays)
         }));
     }
-    // Rate phase: 10% above each path's rate.
+    // Rate phase: bursts of 90% of each path's data queue.
     let start = now();
     let end = start + Duration::from_us_f64(rate_s * 1e6);
-    let gaps: Vec<Duration> = path_of
+    let burst: Vec<usize> = path_of
         .iter()
-        .map(|&p| Duration::serialisation(len as u64, (topo.paths[p].rate_mbps * 1.1e6) as u64))
+        .map(|&p| ((topo.paths[p].queue_kb.data * 1024.0 * 0.9) as usize / len).max(1))
         .collect();
-    let mut next = vec![start; npaths];
-    let payload = datagram(len, 0);
-    loop {
-        let t = now();
-        if t >= end {
-            break;
-        }
-        for (i, s) in senders.iter().enumerate() {
-            while next[i] <= t {
-                let _ = s.send_to(&payload, to);
-                next[i] = next[i] + gaps[i];
+    let round_time = path_of
+        .iter()
+        .zip(&burst)
+        .map(|(&p, &n)| (n * len) as f64 * 8.0 / (topo.paths[p].rate_mbps * 1e6) + topo.paths[p].delay_us / 1e6)
+        .fold(0.0, f64::max);
+    let mut round = 0u32;
+    while now() < end {
+        round += 1;
+        let payload = datagram(len, round, 0);
+        for k in 0..burst.iter().copied().max().unwrap_or(0) {
+            for (i, s) in senders.iter().enumerate() {
+                if k < burst[i] {
+                    let _ = s.send_to(&payload, to);
+                }
             }
         }
-        let soonest = next.iter().min().copied().unwrap_or(t);
-        let wait = soonest.saturating_since(now()).as_ns();
-        if wait > 50_000 {
-            std::thread::sleep(StdDuration::from_nanos(wait));
-        }
+        std::thread::sleep(StdDuration::from_secs_f64(round_time * 1.1 + 0.01));
     }
     // Let the queues drain: the largest data queue at the slowest rate, plus delay.
     let drain_s = topo
@@ -209,7 +250,7 @@ pub fn measure(topo: &Topology, rate_s: f64, len: usize) -> Result<Accuracy, Fab
     std::thread::sleep(StdDuration::from_millis(20));
     for _ in 0..DELAY_SAMPLES {
         for s in &senders {
-            let _ = s.send_to(&datagram(len, now().as_ns()), to);
+            let _ = s.send_to(&datagram(len, 0, wall_ns()), to);
         }
         std::thread::sleep(DELAY_GAP);
     }
@@ -221,12 +262,11 @@ pub fn measure(topo: &Topology, rate_s: f64, len: usize) -> Result<Accuracy, Fab
     let report = fabric.stop()?;
     let paths = results
         .into_iter()
-        .map(|(i, seen, mut delays)| {
+        .map(|(i, sum, mut delays)| {
             // The receiver socket i gets path i (deliveries go to the path's socket).
             let p = &topo.paths[i];
-            let span = seen.last_ns.saturating_sub(seen.first_ns);
-            let measured = if span > 0 {
-                seen.bytes_after_first as f64 * 8.0 / (span as f64 / 1e9) / 1e6
+            let measured = if sum.span_ns > 0 {
+                sum.bytes as f64 * 8.0 / (sum.span_ns as f64 / 1e9) / 1e6
             } else {
                 0.0
             };
@@ -254,5 +294,6 @@ pub fn measure(topo: &Topology, rate_s: f64, len: usize) -> Result<Accuracy, Fab
         datagram_bytes: len,
         datagrams: report.counters.datagrams_in,
         cpu_us_per_datagram: report.cpu_us_per_datagram(),
+        counters: report.counters,
     })
 }

@@ -110,7 +110,12 @@ impl Fabric {
                 tx.push(s);
             }
         }
-        let _ = socket2::SockRef::from(&rx).set_recv_buffer_size(8 << 20);
+        set_int(&rx, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 16 << 20)
+            .or_else(|_| set_int(&rx, libc::SOL_SOCKET, libc::SO_RCVBUF, 16 << 20))
+            .map_err(FabricError::Setup)?;
+        // Kernel receive timestamps: a datagram's arrival is when the kernel got it,
+        // not when this thread came to read it (on a loaded host, much later).
+        set_int(&rx, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).map_err(FabricError::Setup)?;
         let switch = Switch::new(topo, now());
         let live = Arc::new(Mutex::new(switch.counters().clone()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -177,6 +182,7 @@ fn forward(
     let cpu0 = thread_cpu_ns();
     let mut buf = vec![0u8; MAX_DATAGRAM];
     let mut last_publish = now();
+    let mut last_arrival = Instant::ZERO;
     if rx.set_nonblocking(true).is_err() {
         switch.counters_mut().recv_errors += 1;
     }
@@ -190,9 +196,18 @@ fn forward(
             wait_readable(&rx, wait);
         }
         for _ in 0..1024 {
-            match rx.recv_from(&mut buf) {
-                Ok((n, from)) => {
-                    switch.arrive(now(), from, &buf[..n]);
+            match recv_stamped(&rx, &mut buf) {
+                Ok((n, from, stamp)) => {
+                    let t = now();
+                    let at = match stamp {
+                        Some(real_ns) => {
+                            let age = wall_ns().saturating_sub(real_ns);
+                            Instant::from_ns(t.as_ns().saturating_sub(age)).max(last_arrival)
+                        }
+                        None => t,
+                    };
+                    last_arrival = at;
+                    switch.arrive(at, from, &buf[..n]);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -224,8 +239,90 @@ fn forward(
     }
 }
 
+pub(crate) fn set_int(sock: &UdpSocket, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the pointer and length describe `v`, an int that lives for the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            opt,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The wall clock (CLOCK_REALTIME, the clock of SO_TIMESTAMPNS), ns.
+pub(crate) fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// One datagram with its source and its kernel receive time (wall clock, ns).
+pub(crate) fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, Option<u64>)> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: all-zero bytes are a valid sockaddr_storage and msghdr.
+    let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let mut control = [0u64; 16];
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: as above.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = (&mut addr as *mut libc::sockaddr_storage).cast();
+    msg.msg_namelen = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: msg points at `addr`, `iov` (over `buf`) and `control`, all live and
+    // writable for the call, with their true lengths.
+    let n = unsafe { libc::recvmsg(sock.as_raw_fd(), &mut msg, libc::MSG_DONTWAIT) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: the kernel filled msg_control with msg_controllen bytes of cmsgs; the
+    // CMSG_* macros walk them within that length.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<libc::timespec>());
+                stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    let from = match i32::from(addr.ss_family) {
+        libc::AF_INET => {
+            // SAFETY: the family says the storage holds a sockaddr_in.
+            let a = unsafe { &*(&addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            SocketAddr::from((
+                std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
+                u16::from_be(a.sin_port),
+            ))
+        }
+        libc::AF_INET6 => {
+            // SAFETY: the family says the storage holds a sockaddr_in6.
+            let a = unsafe { &*(&addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            SocketAddr::from((std::net::Ipv6Addr::from(a.sin6_addr.s6_addr), u16::from_be(a.sin6_port)))
+        }
+        _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "datagram from an unknown address family")),
+    };
+    Ok((n as usize, from, stamp))
+}
+
 /// Waits until `sock` is readable or `wait` has passed.
-fn wait_readable(sock: &UdpSocket, wait: StdDuration) {
+pub(crate) fn wait_readable(sock: &UdpSocket, wait: StdDuration) {
     use std::os::fd::AsRawFd;
     let mut fd = libc::pollfd {
         fd: sock.as_raw_fd(),

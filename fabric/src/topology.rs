@@ -36,6 +36,11 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path as FsPath;
 
+/// The default topology of `rondo fabric` and `rondo testbed`
+/// (`fabric/topologies/testbed.toml`): the paper's testbed, four paths in the
+/// ratio 25:20:15:10, scaled to 250/200/150/100 Mb/s with 2 ms one-way delays.
+pub const TESTBED: &str = include_str!("../topologies/testbed.toml");
+
 /// Why a topology could not be used.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -9,6 +9,7 @@
 mod chart;
 mod demo;
 mod doctor;
+mod fabric;
 mod perf;
 mod sim;
 mod table;
@@ -39,6 +40,10 @@ enum Command {
     /// perftest-like bandwidth and latency runs between two hosts over UDP:
     /// `rondo perf server` on one, `rondo perf client HOST` on the other.
     Perf(perf::Args),
+    /// The userspace switch: steers by UDP source port, strict priority (control,
+    /// data, probes), per-class thresholds, path rate and delay, ECN, loss, from a
+    /// topology file; counters at exit (Ctrl-C); --measure reports its accuracy.
+    Fabric(fabric::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +52,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Perf(args) => perf::run(&args),
+        Command::Fabric(args) => fabric::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
