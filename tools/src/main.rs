@@ -13,6 +13,7 @@ mod fabric;
 mod perf;
 mod sim;
 mod table;
+mod testbed;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -44,6 +45,10 @@ enum Command {
     /// data, probes), per-class thresholds, path rate and delay, ECN, loss, from a
     /// topology file; counters at exit (Ctrl-C); --measure reports its accuracy.
     Fabric(fabric::Args),
+    /// The fabric, a `rondo perf` server and client on loopback in one command:
+    /// Rondo (and rrps) through emulated paths of unequal rate and delay, with the
+    /// JSON keys of `rondo sim --json`; --sweep over a key with a table and a plot.
+    Testbed(testbed::Args),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +58,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(&args),
         Command::Perf(args) => perf::run(&args),
         Command::Fabric(args) => fabric::run(&args),
+        Command::Testbed(args) => testbed::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
