@@ -145,7 +145,7 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string_pretty(&json!({ "runs": runs }))?);
     } else {
-        print!("{}", table(&runs, args.sweep.is_some()));
+        println!("{}", table(&runs, args.sweep.is_some()));
     }
     if let Some(file) = &args.svg {
         std::fs::write(file, plot(&runs, args.sweep.as_deref().unwrap_or("")))
@@ -205,12 +205,14 @@ fn prepare(args: &Args, plan: &Plan) -> anyhow::Result<(Topology, Vec<String>)> 
     }
     if !base_rtt_set {
         // The engine's base RTT per path: both directions' propagation, a data
-        // packet's and an ACK's serialisation (the host profile's 500 us is loopback's).
+        // packet's and an ACK's serialisation, and the host's own share (the UDP
+        // host profile's base RTT, which is all a loopback path has).
         let rtts: Vec<String> = (0..topo.hosts[0].ports)
             .map(|i| {
                 let p = &topo.paths[usize::from(i) % topo.paths.len()];
                 let ser = (mtu + 100.0) * 8.0 / p.rate_mbps;
-                format!("{:.0}", 2.0 * p.delay_us + ser)
+                let host = rondo_ud::HostProfile::HOST_STACK.base_rtt.as_us_f64();
+                format!("{:.0}", 2.0 * p.delay_us + ser + host)
             })
             .collect();
         perf.push("--engine".into());
