@@ -224,7 +224,9 @@ pub fn measure(topo: &Topology, rate_s: f64, len: usize) -> Result<Accuracy, Fab
     let round_time = path_of
         .iter()
         .zip(&burst)
-        .map(|(&p, &n)| (n * len) as f64 * 8.0 / (topo.paths[p].rate_mbps * 1e6) + topo.paths[p].delay_us / 1e6)
+        .map(|(&p, &n)| {
+            (n * len) as f64 * 8.0 / (topo.paths[p].rate_mbps * 1e6) + topo.paths[p].delay_us / 1e6
+        })
         .fold(0.0, f64::max);
     let mut round = 0u32;
     while now() < end {

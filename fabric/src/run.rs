@@ -239,7 +239,12 @@ fn forward(
     }
 }
 
-pub(crate) fn set_int(sock: &UdpSocket, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> io::Result<()> {
+pub(crate) fn set_int(
+    sock: &UdpSocket,
+    level: libc::c_int,
+    opt: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     // SAFETY: the pointer and length describe `v`, an int that lives for the call.
     let rc = unsafe {
@@ -266,7 +271,10 @@ pub(crate) fn wall_ns() -> u64 {
 }
 
 /// One datagram with its source and its kernel receive time (wall clock, ns).
-pub(crate) fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usize, SocketAddr, Option<u64>)> {
+pub(crate) fn recv_stamped(
+    sock: &UdpSocket,
+    buf: &mut [u8],
+) -> io::Result<(usize, SocketAddr, Option<u64>)> {
     use std::os::fd::AsRawFd;
     // SAFETY: all-zero bytes are a valid sockaddr_storage and msghdr.
     let mut addr: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
@@ -305,7 +313,8 @@ pub(crate) fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usiz
     let from = match i32::from(addr.ss_family) {
         libc::AF_INET => {
             // SAFETY: the family says the storage holds a sockaddr_in.
-            let a = unsafe { &*(&addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
+            let a =
+                unsafe { &*(&addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in>() };
             SocketAddr::from((
                 std::net::Ipv4Addr::from(u32::from_be(a.sin_addr.s_addr)),
                 u16::from_be(a.sin_port),
@@ -313,10 +322,19 @@ pub(crate) fn recv_stamped(sock: &UdpSocket, buf: &mut [u8]) -> io::Result<(usiz
         }
         libc::AF_INET6 => {
             // SAFETY: the family says the storage holds a sockaddr_in6.
-            let a = unsafe { &*(&addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
-            SocketAddr::from((std::net::Ipv6Addr::from(a.sin6_addr.s6_addr), u16::from_be(a.sin6_port)))
+            let a =
+                unsafe { &*(&addr as *const libc::sockaddr_storage).cast::<libc::sockaddr_in6>() };
+            SocketAddr::from((
+                std::net::Ipv6Addr::from(a.sin6_addr.s6_addr),
+                u16::from_be(a.sin6_port),
+            ))
         }
-        _ => return Err(io::Error::new(io::ErrorKind::InvalidData, "datagram from an unknown address family")),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "datagram from an unknown address family",
+            ))
+        }
     };
     Ok((n as usize, from, stamp))
 }

@@ -58,8 +58,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             "--size {} is out of range: use 32 to 65507 bytes",
             args.size
         );
-        let a = accuracy::measure(&topo, args.measure_s, args.size)
-            .context("measure the fabric")?;
+        let a =
+            accuracy::measure(&topo, args.measure_s, args.size).context("measure the fabric")?;
         if args.json {
             println!("{}", serde_json::to_string(&a)?);
         } else {

@@ -84,7 +84,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty())
         .collect();
-    ensure!(!transports.is_empty(), "--transport needs at least one name");
+    ensure!(
+        !transports.is_empty(),
+        "--transport needs at least one name"
+    );
     for t in &transports {
         if let Err(e) = rondo_proto::Transport::from_name(t) {
             bail!("--transport {t}: {e}");
@@ -97,7 +100,11 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
             let (key, values) = s
                 .split_once('=')
                 .with_context(|| format!("--sweep {s:?}: write KEY=V1,V2,..."))?;
-            let values: Vec<_> = values.split(',').map(str::trim).filter(|v| !v.is_empty()).collect();
+            let values: Vec<_> = values
+                .split(',')
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .collect();
             ensure!(!values.is_empty(), "--sweep {s:?}: give at least one value");
             values
                 .into_iter()
@@ -143,7 +150,10 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         runs.push(r);
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json!({ "runs": runs }))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({ "runs": runs }))?
+        );
     } else {
         println!("{}", table(&runs, args.sweep.is_some()));
     }
@@ -259,7 +269,16 @@ fn run_one(args: &Args, plan: &Plan, topo: &Topology, perf: &[String]) -> anyhow
     let paths = client.ports.to_string();
     let mut srv = Reaped(
         Command::new(&exe)
-            .args(["perf", "server", "--bind", "127.0.0.1", "-p", &tcp, "--clients", "1"])
+            .args([
+                "perf",
+                "server",
+                "--bind",
+                "127.0.0.1",
+                "-p",
+                &tcp,
+                "--clients",
+                "1",
+            ])
             .args(["--udp-port", &server.base_port.to_string(), "--via", &via])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -274,7 +293,16 @@ fn run_one(args: &Args, plan: &Plan, topo: &Topology, perf: &[String]) -> anyhow
     let out = loop {
         let cli = Reaped(
             Command::new(&exe)
-                .args(["perf", "client", "127.0.0.1", "-p", &tcp, "-D", &duration, "--json"])
+                .args([
+                    "perf",
+                    "client",
+                    "127.0.0.1",
+                    "-p",
+                    &tcp,
+                    "-D",
+                    &duration,
+                    "--json",
+                ])
                 .args(["--paths", &paths, "--transport", &plan.transport])
                 .args(["--udp-port", &client.base_port.to_string(), "--via", &via])
                 .args(perf)
@@ -284,7 +312,10 @@ fn run_one(args: &Args, plan: &Plan, topo: &Topology, perf: &[String]) -> anyhow
                 .spawn()
                 .context("start rondo perf client")?,
         );
-        let out = wait_output(cli, Instant::now() + Duration::from_secs_f64(args.duration_s + 90.0))?;
+        let out = wait_output(
+            cli,
+            Instant::now() + Duration::from_secs_f64(args.duration_s + 90.0),
+        )?;
         let refused = String::from_utf8_lossy(&out.stderr).contains("Connection refused");
         if out.status.success() || !refused || started.elapsed() > Duration::from_secs(10) {
             break out;
@@ -303,10 +334,15 @@ fn run_one(args: &Args, plan: &Plan, topo: &Topology, perf: &[String]) -> anyhow
             e.trim()
         );
     }
-    wait_for(&mut srv, Instant::now() + Duration::from_secs(30), "rondo perf server")?;
+    wait_for(
+        &mut srv,
+        Instant::now() + Duration::from_secs(30),
+        "rondo perf server",
+    )?;
     let _ = measured;
     let report = fabric.stop()?;
-    let perf_json: Value = serde_json::from_slice(&out.stdout).context("read rondo perf client's JSON")?;
+    let perf_json: Value =
+        serde_json::from_slice(&out.stdout).context("read rondo perf client's JSON")?;
     Ok(result(args, plan, topo, &perf_json, &before, &report))
 }
 
@@ -357,7 +393,11 @@ fn delta(before: &Counters, after: &Counters, host: &str) -> (u64, u64, u64) {
     let probe = |c: &Counters| sum(c, &|e| e.probe.dropped_queue);
     let queue = |c: &Counters| {
         sum(c, &|e| {
-            e.data.dropped_queue + e.control.dropped_queue + e.data.lost + e.control.lost + e.probe.lost
+            e.data.dropped_queue
+                + e.control.dropped_queue
+                + e.data.lost
+                + e.control.lost
+                + e.probe.lost
         })
     };
     (
@@ -379,7 +419,16 @@ fn result(
     let (bytes, probe_drops, switch_drops) = delta(before, &report.counters, server);
     let ideal = topo.total_bps() / 1e9;
     let goodput = perf["BW_average"].as_f64().unwrap_or(0.0);
-    let throughput = bytes as f64 * 8.0 / args.duration_s / 1e9;
+    // The receiver's active time (first to last arrival): goodput is its bytes over
+    // it, and the in-flight tail after the duration drains within it.
+    let moved =
+        perf["n_iterations"].as_f64().unwrap_or(0.0) * perf["MsgSize"].as_f64().unwrap_or(0.0);
+    let active_s = if goodput > 0.0 {
+        moved * 8.0 / (goodput * 1e9)
+    } else {
+        args.duration_s
+    };
+    let throughput = bytes as f64 * 8.0 / active_s / 1e9;
     let paths: Vec<Value> = (0..topo.paths.len())
         .map(|p| {
             let dst = topo.host_index(server).unwrap_or(1);
@@ -388,7 +437,7 @@ fn result(
                 "path": p,
                 "rate_mbps": topo.paths[p].rate_mbps,
                 "delay_us": topo.paths[p].delay_us,
-                "data_gbps": c.bytes_delivered as f64 * 8.0 / args.duration_s / 1e9,
+                "data_gbps": c.bytes_delivered as f64 * 8.0 / active_s / 1e9,
                 "marked": c.marked,
                 "dropped": c.dropped_queue,
                 "max_queue_kb": c.max_queue_bytes as f64 / 1024.0,
@@ -415,7 +464,7 @@ fn result(
             "reorder_buffer": perf["reorder_buffer_drops"],
             "switch": switch_drops,
         },
-        "measured_us": args.duration_s * 1e6,
+        "measured_us": active_s * 1e6,
         "fabric": {
             "paths": paths,
             "cpu_us_per_datagram": report.cpu_us_per_datagram(),
@@ -426,7 +475,8 @@ fn result(
         "perf": perf,
     });
     if let Some((k, val)) = &plan.sweep {
-        v["sweep"] = json!({ "key": k, "value": val.parse::<f64>().map_or(json!(val), |x| json!(x)) });
+        v["sweep"] =
+            json!({ "key": k, "value": val.parse::<f64>().map_or(json!(val), |x| json!(x)) });
     }
     v
 }

@@ -24,7 +24,11 @@ pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Re
             let v: f64 = value
                 .parse()
                 .with_context(|| format!("{}: give a number", what()))?;
-            anyhow::ensure!(v.is_finite() && v >= 0.0, "{}: give a number of 0 or more", what());
+            anyhow::ensure!(
+                v.is_finite() && v >= 0.0,
+                "{}: give a number of 0 or more",
+                what()
+            );
             Ok(v)
         };
         match key {
@@ -42,11 +46,16 @@ pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Re
                             .map(Duration::from_us_f64)
                     })
                     .collect::<Option<Vec<_>>>()
-                    .with_context(|| format!("{}: give microseconds above 0, one or one per path", what()))?;
+                    .with_context(|| {
+                        format!("{}: give microseconds above 0, one or one per path", what())
+                    })?;
                 cfg.base_rtt = Some(match rtts.len() {
                     1 => vec![rtts[0]; usize::from(paths)],
                     n if n == usize::from(paths) => rtts,
-                    n => bail!("{}: {n} values for {paths} paths: give one, or one per path", what()),
+                    n => bail!(
+                        "{}: {n} values for {paths} paths: give one, or one per path",
+                        what()
+                    ),
                 });
             }
             "rto_min_us" => cfg.rto_min = Duration::from_us_f64(number()?),
@@ -68,8 +77,9 @@ pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Re
             _ => bail!("--engine {key}: no such engine setting (keys: {KEYS})"),
         }
     }
-    cfg.validate()
-        .map_err(|e| anyhow::anyhow!("--engine settings give an engine configuration that does not work: {e}"))?;
+    cfg.validate().map_err(|e| {
+        anyhow::anyhow!("--engine settings give an engine configuration that does not work: {e}")
+    })?;
     Ok(cfg)
 }
 
@@ -85,7 +95,11 @@ mod tests {
         };
         let c = apply(
             base.clone(),
-            &["scheduler=false".into(), "base_rtt_us=100,200,300,400".into(), "path_selection=random".into()],
+            &[
+                "scheduler=false".into(),
+                "base_rtt_us=100,200,300,400".into(),
+                "path_selection=random".into(),
+            ],
             4,
         )
         .unwrap();
@@ -99,7 +113,9 @@ mod tests {
             ("q0=-1", "0 or more"),
             ("q0", "KEY=VALUE"),
         ] {
-            let e = apply(base.clone(), &[bad.into()], 4).unwrap_err().to_string();
+            let e = apply(base.clone(), &[bad.into()], 4)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }

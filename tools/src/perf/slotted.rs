@@ -185,8 +185,16 @@ pub(super) fn client_on<S: SlottedSide>(
         retx_packets: mine.retx_packets + report.retx_packets,
         ood_max: mine.ood_max.max(report.ood_max),
         // The data receiver's: the client's own on READ and latency runs.
-        ood_avg: if received_here { mine.ood_avg() } else { report.ood_avg },
-        ood_p99: if received_here { mine.ood_p99 } else { report.ood_p99 },
+        ood_avg: if received_here {
+            mine.ood_avg()
+        } else {
+            report.ood_avg
+        },
+        ood_p99: if received_here {
+            mine.ood_p99
+        } else {
+            report.ood_p99
+        },
         reorder_buffer_drops: if received_here {
             mine.reorder_buffer_drops
         } else {

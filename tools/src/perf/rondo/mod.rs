@@ -28,8 +28,8 @@ use super::{NetArgs, Progress};
 use anyhow::{bail, ensure, Context as _};
 use rondo_verbs::{
     AccessFlags, CompletionQueue, Context, ContextAttr, FlowConfig, HostProfile, MemoryRegion,
-    PeerAddr, QpEndpoint, QpInitAttr, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, UdpAttr, WcOpcode,
-    WcStatus, WorkCompletion,
+    PeerAddr, QpEndpoint, QpInitAttr, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, UdpAttr,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 use std::time::Duration;
 
