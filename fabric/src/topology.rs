@@ -128,6 +128,10 @@ pub struct HostSpec {
     /// Where its packets go (default: the other host, when there are two).
     #[serde(default)]
     pub peer: Option<String>,
+    /// P4 switch only: the egress port of each path toward this host (default:
+    /// `host_index * paths + path + 1`).
+    #[serde(default)]
+    pub switch_ports: Option<Vec<u16>>,
 }
 
 /// An explicit table entry: packets to `dst` from `src_port` take `path`.
@@ -250,6 +254,18 @@ impl Topology {
 
     fn check(&self) -> Result<(), TopologyError> {
         let bad = |s: String| Err(TopologyError::Invalid(s));
+        for h in &self.hosts {
+            if let Some(p) = &h.switch_ports {
+                if p.len() != self.paths.len() {
+                    return bad(format!(
+                        "host {:?}: switch_ports has {} entries for {} paths",
+                        h.name,
+                        p.len(),
+                        self.paths.len()
+                    ));
+                }
+            }
+        }
         if self.hosts.len() < 2 {
             return bad("give at least two [[host]] tables".into());
         }
@@ -411,6 +427,14 @@ impl Topology {
             }
         }
         out
+    }
+
+    /// The P4 switch's egress port of `path` toward host `dst`.
+    pub fn switch_port(&self, dst: usize, path: usize) -> u16 {
+        match &self.hosts[dst].switch_ports {
+            Some(p) => p[path],
+            None => (dst * self.paths.len() + path + 1) as u16,
+        }
     }
 
     /// Sum of the path rates, bits per second (the ideal of one direction).

@@ -10,6 +10,7 @@ mod chart;
 mod demo;
 mod doctor;
 mod fabric;
+mod p4_config;
 mod perf;
 mod sim;
 mod table;
@@ -49,6 +50,9 @@ enum Command {
     /// Rondo (and rrps) through emulated paths of unequal rate and delay, with the
     /// JSON keys of `rondo sim --json`; --sweep over a key with a table and a plot.
     Testbed(testbed::Args),
+    /// Print the control-plane commands of the P4 switch programs in p4/ for a
+    /// topology: bfrt_python (--target tna) or simple_switch_CLI (--target bmv2).
+    P4Config(p4_config::Args),
 }
 
 fn main() -> ExitCode {
@@ -59,6 +63,7 @@ fn main() -> ExitCode {
         Command::Perf(args) => perf::run(&args),
         Command::Fabric(args) => fabric::run(&args),
         Command::Testbed(args) => testbed::run(&args),
+        Command::P4Config(args) => p4_config::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
