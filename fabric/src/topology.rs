@@ -499,7 +499,7 @@ fn apply_override(table: &mut toml::Table, given: &str) -> Result<(), TopologyEr
     };
     let (last, parents) = parts.split_last().ok_or_else(|| bad("the key is empty"))?;
     let mut root = toml::Value::Table(std::mem::take(table));
-    let result = set_in(&mut root, parents, last, value).map_err(|r| bad(r));
+    let result = set_in(&mut root, parents, last, value).map_err(bad);
     if let toml::Value::Table(t) = root {
         *table = t;
     }
