@@ -39,7 +39,16 @@ fn run_with(
         h,
         tamper,
         move |ctrl, h| server_on(&server_ctx, ctrl, h, NetArgs::default()).unwrap(),
-        |ctrl, h| client_on(&client_ctx, ctrl, h, &mut Progress::new(false), NetArgs::default()).unwrap(),
+        |ctrl, h| {
+            client_on(
+                &client_ctx,
+                ctrl,
+                h,
+                &mut Progress::new(false),
+                NetArgs::default(),
+            )
+            .unwrap()
+        },
     )
 }
 
