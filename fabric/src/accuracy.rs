@@ -4,10 +4,10 @@
 //!
 //! Two phases, both from the first host's sockets to the second host's, through a
 //! fabric on the topology's listen address:
-//! 1. **rate**: rounds of one burst per path that fills 90% of the path's data
-//!    queue, sent as fast as the sockets take it (so the measurement does not depend
-//!    on a sender keeping pace on a loaded host); the fabric serialises each burst at
-//!    the path's rate. The delivered rate is the bytes that arrived after each
+//! 1. **rate**: one path after the other, rounds of one burst that fills 90% of the
+//!    path's data queue, sent as fast as the socket takes it (so the measurement
+//!    does not depend on a sender keeping pace on a loaded host); the fabric
+//!    serialises each burst at the path's rate. The delivered rate is the bytes that arrived after each
 //!    round's first datagram over the time from its first to its last arrival,
 //!    summed over the rounds of the run's time;
 //! 2. **delay**: with the queues drained, one datagram per path every 2 ms, stamped
@@ -216,30 +216,29 @@ pub fn measure(topo: &Topology, rate_s: f64, len: usize) -> Result<Accuracy, Fab
     }
     // Rate phase: bursts of 90% of each path's data queue.
     let start = now();
-    let end = start + Duration::from_us_f64(rate_s * 1e6);
     let burst: Vec<usize> = path_of
         .iter()
         .map(|&p| ((topo.paths[p].queue_kb.data * 1024.0 * 0.9) as usize / len).max(1))
         .collect();
-    let round_time = path_of
-        .iter()
-        .zip(&burst)
-        .map(|(&p, &n)| {
-            (n * len) as f64 * 8.0 / (topo.paths[p].rate_mbps * 1e6) + topo.paths[p].delay_us / 1e6
-        })
-        .fold(0.0, f64::max);
+    // One path at a time, so that the sender has to keep up with one path's rate
+    // only (on a loaded host it cannot feed all of them at once).
     let mut round = 0u32;
-    while now() < end {
-        round += 1;
-        let payload = datagram(len, round, 0);
-        for k in 0..burst.iter().copied().max().unwrap_or(0) {
-            for (i, s) in senders.iter().enumerate() {
-                if k < burst[i] {
-                    let _ = s.send_to(&payload, to);
-                }
+    let share = Duration::from_us_f64(rate_s * 1e6 / npaths as f64);
+    for (i, s) in senders.iter().enumerate() {
+        let until = start + share.saturating_mul(i as u64 + 1);
+        let p = &topo.paths[path_of[i]];
+        let span = (burst[i] * len) as f64 * 8.0 / (p.rate_mbps * 1e6) + p.delay_us / 1e6;
+        loop {
+            round += 1;
+            let payload = datagram(len, round, 0);
+            for _ in 0..burst[i] {
+                let _ = s.send_to(&payload, to);
+            }
+            std::thread::sleep(StdDuration::from_secs_f64(span * 1.1 + 0.01));
+            if now() >= until {
+                break;
             }
         }
-        std::thread::sleep(StdDuration::from_secs_f64(round_time * 1.1 + 0.01));
     }
     // Let the queues drain: the largest data queue at the slowest rate, plus delay.
     let drain_s = topo
