@@ -7,10 +7,10 @@ use crate::message::Message;
 use crate::path::PathState;
 use crate::receiver::{Payload, Receiver, SharedBuffer};
 use crate::scheduler::PacketSelector;
-use crate::sender::{PayloadAt, Sender};
+use crate::sender::Sender;
 use crate::stats::{ReceiverStats, SenderStats};
 use crate::time::Instant;
-use crate::transmit::Transmit;
+use crate::transmit::{Transmit, TxBuffer};
 use crate::wire::{Body, Repr};
 use reorder::FlowId;
 use std::collections::VecDeque;
@@ -157,16 +157,26 @@ impl Connection {
         }
     }
 
-    /// Writes the next datagram to send into `buf` (at least `mtu` bytes): feedback
-    /// first, then retransmissions, data, probes. A shorter `buf` gets `None`, with
-    /// nothing consumed, and counts in [`SenderStats::short_buffers`].
-    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if !self.buffer_fits(buf) {
+    /// Writes the next datagram to send into a buffer taken from `tx` (which must
+    /// hold at least `mtu` bytes): feedback first, then retransmissions, data,
+    /// probes. A smaller `tx` gets `None`, with nothing consumed, and counts in
+    /// [`SenderStats::short_buffers`]. When `tx` takes payloads by reference, a
+    /// DATA payload may stay in its message ([`Transmit::payload`], `source` 0),
+    /// read with [`Connection::payload`].
+    pub fn poll_transmit<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        // Writing part of a datagram, or popping what could not be written, would
+        // lose it.
+        if tx.capacity() < self.sender.mtu() {
+            self.sender.core.stats.short_buffers += 1;
             return None;
         }
-        let t = match self.receiver.poll_feedback(buf) {
+        let t = match self.receiver.poll_feedback(tx) {
             Some(t) => t,
-            None => self.sender.poll_transmit(now, buf, self.remote_flow)?,
+            None => self.sender.poll_transmit(now, tx, self.remote_flow)?,
         };
         Some(Transmit {
             flow: self.local_flow,
@@ -174,44 +184,7 @@ impl Connection {
         })
     }
 
-    /// [`Connection::poll_transmit`] that leaves a DATA payload in its message: the
-    /// header is in `buf[..t.len]`, the payload at (message first PSN, offset,
-    /// length), read with [`Connection::payload`].
-    pub(crate) fn poll_transmit_split(
-        &mut self,
-        now: Instant,
-        buf: &mut [u8],
-    ) -> Option<(Transmit, Option<PayloadAt>)> {
-        if !self.buffer_fits(buf) {
-            return None;
-        }
-        let (t, at) = match self.receiver.poll_feedback(buf) {
-            Some(t) => (t, None),
-            None => self
-                .sender
-                .poll_transmit_split(now, buf, self.remote_flow)?,
-        };
-        Some((
-            Transmit {
-                flow: self.local_flow,
-                ..t
-            },
-            at,
-        ))
-    }
-
-    /// True when `buf` holds a whole datagram of this flow; counts it otherwise
-    /// (writing part of a datagram, or popping what could not be written, would
-    /// lose it).
-    fn buffer_fits(&mut self, buf: &[u8]) -> bool {
-        let fits = buf.len() >= self.sender.mtu();
-        if !fits {
-            self.sender.core.stats.short_buffers += 1;
-        }
-        fits
-    }
-
-    /// Payload bytes located by [`Connection::poll_transmit_split`].
+    /// Payload bytes left in place by [`Connection::poll_transmit`].
     pub(crate) fn payload(
         &self,
         first_psn: u64,

@@ -9,7 +9,7 @@ use crate::placement::Placement;
 use crate::receiver::SharedBuffer;
 use crate::stats::EndpointStats;
 use crate::time::Instant;
-use crate::transmit::{Host, PayloadRef, Transmit};
+use crate::transmit::{Host, PayloadRef, Transmit, TxBuffer};
 use crate::wire::{self, WireError};
 use std::collections::HashMap;
 use thiserror::Error;
@@ -257,12 +257,19 @@ impl Host for Endpoint {
         }
     }
 
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    fn poll_transmit<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
         let n = self.conns.len();
         for k in 0..n {
             let i = (self.next_poll + k) % n;
-            if let Some(t) = self.conns[i].poll_transmit(now, buf) {
+            if let Some(mut t) = self.conns[i].poll_transmit(now, tx) {
                 self.next_poll = (i + 1) % n;
+                if let Some(p) = &mut t.payload {
+                    p.source = i as u32;
+                }
                 return Some(t);
             }
         }
@@ -271,28 +278,6 @@ impl Host for Endpoint {
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.conns.iter().filter_map(|c| c.poll_timeout()).min()
-    }
-
-    fn poll_transmit_split(
-        &mut self,
-        now: Instant,
-        buf: &mut [u8],
-    ) -> Option<(Transmit, Option<PayloadRef>)> {
-        let n = self.conns.len();
-        for k in 0..n {
-            let i = (self.next_poll + k) % n;
-            if let Some((t, at)) = self.conns[i].poll_transmit_split(now, buf) {
-                self.next_poll = (i + 1) % n;
-                let r = at.map(|(key, offset, len)| PayloadRef {
-                    source: i as u32,
-                    key,
-                    offset,
-                    len,
-                });
-                return Some((t, r));
-            }
-        }
-        None
     }
 
     fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {

@@ -47,5 +47,8 @@ pub use receiver::{RxMeta, SharedBuffer};
 pub use reorder::{BufferConfig, Psn};
 pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};
 pub use time::{Duration, Instant};
-pub use transmit::{check_transmit_buffer, BufferTooSmall, Host, PayloadRef, Priority, Transmit};
+pub use transmit::{
+    check_transmit_buffer, BufferTooSmall, ByReference, Host, PayloadRef, Priority, Transmit,
+    TxBuffer,
+};
 pub use transport::Transport;

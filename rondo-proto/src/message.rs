@@ -10,7 +10,7 @@ use std::sync::Arc;
 ///
 /// The engine reads them with [`ExternalBytes::read`] when it writes a datagram
 /// itself, and hands their address ([`ExternalBytes::addr`]) to a datapath that
-/// sends by address ([`crate::Host::poll_transmit_split`]). They must not change
+/// sends by address ([`crate::Transmit::payload`]). They must not change
 /// between the post and the message's `SendComplete` (as a verbs send buffer):
 /// a retransmission reads them again. Changed anyway, the peer receives some mix
 /// of old and new bytes; nothing else breaks.

@@ -7,7 +7,7 @@ use crate::placement::{CopyPlacement, Placement};
 use crate::receiver_policy::{Admission, ReceiverPolicy};
 use crate::stats::ReceiverStats;
 use crate::time::Instant;
-use crate::transmit::{Priority, Transmit};
+use crate::transmit::{Priority, Transmit, TxBuffer};
 use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, Repr};
 use crate::Psn;
 use reorder::{FlowId, Outcome, ReorderBuffer};
@@ -359,14 +359,18 @@ impl Receiver {
         self.placement = placement;
     }
 
-    pub(crate) fn poll_feedback(&mut self, buf: &mut [u8]) -> Option<Transmit> {
+    pub(crate) fn poll_feedback<B: TxBuffer + ?Sized>(&mut self, tx: &mut B) -> Option<Transmit> {
         let f = self.feedback.pop_front()?;
-        let len = f.repr.emit_with_token(buf, self.token).ok()?;
+        let len = f.repr.buffer_len_with_token(self.token);
+        f.repr
+            .emit_with_token(tx.take(f.path, Priority::Control, len), self.token)
+            .ok()?;
         Some(Transmit {
             path: f.path,
             priority: Priority::Control,
             len,
             flow: 0,
+            payload: None,
         })
     }
 

@@ -100,7 +100,7 @@ pub struct SenderStats {
     pub data_bytes_sent: u64,
     /// Data packets whose payload the datapath sent from where it lies (the
     /// message's owned bytes or its external body, by address) instead of a copy
-    /// after the header ([`crate::Host::poll_transmit_split`]).
+    /// after the header ([`crate::Transmit::payload`]).
     pub payloads_by_reference: u64,
     /// Retransmitted data packets.
     pub retransmissions: u64,

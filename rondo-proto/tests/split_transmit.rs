@@ -1,9 +1,10 @@
-//! `Host::poll_transmit_split` (the payload stays in the message, for zero-copy
-//! sends) emits exactly the datagrams `poll_transmit` does.
+//! `Host::poll_transmit` into a buffer that takes payloads by reference (the
+//! payload stays in the message, for zero-copy sends) emits exactly the datagrams
+//! it writes whole into a plain buffer.
 
 use rondo_proto::{
-    BufferConfig, Endpoint, ExternalBytes, FlowConfig, Host, Instant, Message, PayloadBytes,
-    PayloadRef, SharedBuffer,
+    BufferConfig, ByReference, Endpoint, ExternalBytes, FlowConfig, Host, Instant, Message,
+    PayloadBytes, PayloadRef, SharedBuffer,
 };
 use std::sync::Arc;
 
@@ -32,9 +33,10 @@ fn split_and_whole_transmits_are_the_same_datagrams() {
     let mut sent = 0;
     let mut with_payload = 0;
     while let Some(t) = whole.poll_transmit(now, &mut a) {
-        let (u, r) = split
-            .poll_transmit_split(now, &mut b)
+        let u = split
+            .poll_transmit(now, &mut ByReference(&mut b))
             .expect("same schedule");
+        let r = u.payload;
         let mut datagram = b[..u.len].to_vec();
         if let Some(r) = r {
             with_payload += 1;
@@ -49,7 +51,7 @@ fn split_and_whole_transmits_are_the_same_datagrams() {
         sent += 1;
     }
     assert!(sent >= 14 && with_payload >= 14, "{sent} datagrams");
-    assert!(split.poll_transmit_split(now, &mut b).is_none());
+    assert!(split.poll_transmit(now, &mut ByReference(&mut b)).is_none());
     // A reference to nothing reads as empty.
     let nothing = PayloadRef {
         source: 7,
@@ -102,9 +104,10 @@ fn an_external_body_is_sent_by_address_and_never_read() {
     let (mut a, mut b) = (vec![0u8; 2048], vec![0u8; 2048]);
     let (mut sent, mut by_address, mut from_head) = (0, 0, 0);
     while let Some(t) = whole.poll_transmit(now, &mut a) {
-        let (u, r) = split
-            .poll_transmit_split(now, &mut b)
+        let u = split
+            .poll_transmit(now, &mut ByReference(&mut b))
             .expect("same schedule");
+        let r = u.payload;
         let mut datagram = b[..u.len].to_vec();
         match r.map(|r| split.payload(r)) {
             Some(PayloadBytes::Addr { addr, len }) => {

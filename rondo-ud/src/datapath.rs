@@ -12,7 +12,7 @@
 
 use crate::HostProfile;
 use rondo_proto::time::Instant;
-use rondo_proto::transmit::{Host, PayloadRef, Transmit};
+use rondo_proto::transmit::{Host, PayloadRef, Transmit, TxBuffer};
 use rondo_proto::{Endpoint, PayloadBytes};
 use std::time::Duration;
 
@@ -104,18 +104,15 @@ impl<H: Host> Host for ByCopy<'_, H> {
     fn handle_timeout(&mut self, now: Instant) {
         self.0.handle_timeout(now);
     }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        self.0.poll_transmit(now, buf)
+    fn poll_transmit<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        self.0.poll_transmit(now, tx)
     }
     fn poll_timeout(&self) -> Option<Instant> {
         self.0.poll_timeout()
-    }
-    fn poll_transmit_split(
-        &mut self,
-        now: Instant,
-        buf: &mut [u8],
-    ) -> Option<(Transmit, Option<PayloadRef>)> {
-        self.0.poll_transmit_split(now, buf)
     }
     fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {
         self.0.payload(r)
@@ -140,25 +137,27 @@ pub trait Datapath {
     /// How the engine is tuned over this datapath ([`crate::profile`]).
     const PROFILE: HostProfile;
 
-    /// True when a datagram's payload may stay in the host's memory and be sent
-    /// from there ([`Host::poll_transmit_split`]); false when the host writes whole
-    /// datagrams ([`Host::poll_transmit`]).
-    const PAYLOAD_BY_REFERENCE: bool;
+    /// The transmit buffer this datapath hands the host for one datagram: memory of
+    /// the path the host chooses ([`TxBuffer::take`]), and whether a DATA payload
+    /// may stay in the host's memory ([`TxBuffer::payload_by_reference`]).
+    type Tx<'a>: TxBuffer
+    where
+        Self: 'a;
 
     /// Most datagrams one transmit pass takes from the host before receiving gets
     /// its turn.
     fn tx_limit(&self) -> usize;
 
-    /// The buffer the host writes its next datagram into (at least the `mtu` of
-    /// every flow: the datapaths' `check_flow`), or `None` when every transmit
-    /// buffer is taken (the pass ends). It may send queued datagrams first to make
-    /// room (their payloads in `host`).
-    fn tx_buffer<H: Host>(&mut self, host: &H) -> Option<&mut [u8]>;
+    /// A transmit buffer for the host's next datagram, on whichever path it
+    /// chooses (of at least the `mtu` of every flow: the datapaths' `check_flow`),
+    /// or `None` when every transmit buffer is taken (the pass ends). It may send
+    /// queued datagrams first to make room (their payloads in `host`).
+    fn tx_buffer<H: Host>(&mut self, host: &H) -> Option<Self::Tx<'_>>;
 
-    /// Queues the datagram `t` that the host wrote into the last
-    /// [`Datapath::tx_buffer`], its payload in the host's memory when `payload` is
-    /// given. A datagram without a route is counted and dropped.
-    fn tx_queue<H: Host>(&mut self, host: &H, t: Transmit, payload: Option<PayloadRef>);
+    /// Queues the datagram `t` that the host wrote into the buffer it took from the
+    /// last [`Datapath::tx_buffer`]. A datagram without a route is counted and
+    /// dropped.
+    fn tx_queue(&mut self, t: Transmit);
 
     /// Sends everything queued (payloads left in `host` are read from it).
     fn tx_flush<H: Host>(&mut self, host: &H) -> Result<(), Self::Error>;
@@ -234,19 +233,16 @@ fn transmit<D: Datapath, H: Host>(
     let limit = dp.tx_limit();
     let mut n = 0;
     while n < limit {
-        let Some(buf) = dp.tx_buffer(&*host) else {
+        let Some(mut tx) = dp.tx_buffer(&*host) else {
             break;
         };
-        let got = if D::PAYLOAD_BY_REFERENCE {
-            host.poll_transmit_split(now, buf)
-        } else {
-            host.poll_transmit(now, buf).map(|t| (t, None))
-        };
-        let Some((t, payload)) = got else {
+        let sent = host.poll_transmit(now, &mut tx);
+        drop(tx);
+        let Some(t) = sent else {
             break;
         };
         n += 1;
-        dp.tx_queue(&*host, t, payload);
+        dp.tx_queue(t);
     }
     dp.tx_flush(&*host)?;
     Ok(n)
@@ -273,17 +269,23 @@ mod tests {
             self.fired += 1;
             self.timer = None;
         }
-        fn poll_transmit(&mut self, _: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        fn poll_transmit<B: TxBuffer + ?Sized>(
+            &mut self,
+            _: Instant,
+            tx: &mut B,
+        ) -> Option<Transmit> {
             if self.left == 0 {
                 return None;
             }
             self.left -= 1;
-            buf[0] = self.left as u8;
+            let path = self.left as u16;
+            tx.take(path, Priority::Data, 1)[0] = self.left as u8;
             Some(Transmit {
-                path: self.left as u16,
+                path,
                 priority: Priority::Data,
                 len: 1,
                 flow: 0,
+                payload: None,
             })
         }
         fn poll_timeout(&self) -> Option<Instant> {
@@ -307,7 +309,7 @@ mod tests {
     impl Datapath for Log {
         type Error = ();
         const PROFILE: HostProfile = HostProfile::HOST_STACK;
-        const PAYLOAD_BY_REFERENCE: bool = false;
+        type Tx<'a> = &'a mut [u8];
         fn tx_limit(&self) -> usize {
             8
         }
@@ -315,7 +317,7 @@ mod tests {
             let i = self.used;
             self.bufs.get_mut(i..i + 1)
         }
-        fn tx_queue<H: Host>(&mut self, _: &H, t: Transmit, _: Option<PayloadRef>) {
+        fn tx_queue(&mut self, t: Transmit) {
             self.queued.push((t.path, self.bufs[self.used]));
             self.used += 1;
         }

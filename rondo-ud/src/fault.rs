@@ -14,7 +14,7 @@
 
 use rondo_proto::rng::Rng;
 use rondo_proto::time::Instant;
-use rondo_proto::transmit::{Host, PayloadRef, Transmit};
+use rondo_proto::transmit::{Host, PayloadRef, Transmit, TxBuffer};
 
 /// What to inject, per received datagram.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -157,20 +157,16 @@ impl<H: Host> Host for FaultInjector<H> {
         self.inner.handle_timeout(now);
     }
 
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        self.inner.poll_transmit(now, buf)
+    fn poll_transmit<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        self.inner.poll_transmit(now, tx)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
         self.inner.poll_timeout()
-    }
-
-    fn poll_transmit_split(
-        &mut self,
-        now: Instant,
-        buf: &mut [u8],
-    ) -> Option<(Transmit, Option<PayloadRef>)> {
-        self.inner.poll_transmit_split(now, buf)
     }
 
     fn payload(&self, r: PayloadRef) -> rondo_proto::message::PayloadBytes<'_> {
@@ -191,7 +187,11 @@ mod tests {
             self.0.push(data[0]);
         }
         fn handle_timeout(&mut self, _: Instant) {}
-        fn poll_transmit(&mut self, _: Instant, _: &mut [u8]) -> Option<Transmit> {
+        fn poll_transmit<B: TxBuffer + ?Sized>(
+            &mut self,
+            _: Instant,
+            _: &mut B,
+        ) -> Option<Transmit> {
             None
         }
         fn poll_timeout(&self) -> Option<Instant> {

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use rondo_proto::{Duration, Host, Instant, Priority, Transmit};
+use rondo_proto::{Duration, Host, Instant, Priority, Transmit, TxBuffer};
 use rondo_ud::mem::{HostId, LinkConfig, LinkId, Network, Pair, PathSpec};
 
 /// A datagram a [`Script`] received.
@@ -83,18 +83,24 @@ impl Host for Script {
 
     fn handle_timeout(&mut self, _now: Instant) {}
 
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    fn poll_transmit<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
         if self.sends.front()?.at > now {
             return None;
         }
         let s = self.sends.pop_front()?;
+        let buf = tx.take(s.path, s.priority, s.len);
         buf[..4].copy_from_slice(&s.id.to_le_bytes());
-        buf[4..s.len].fill(s.id as u8);
+        buf[4..].fill(s.id as u8);
         Some(Transmit {
             path: s.path,
             priority: s.priority,
             len: s.len,
             flow: 0,
+            payload: None,
         })
     }
 

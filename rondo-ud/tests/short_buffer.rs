@@ -2,8 +2,8 @@
 //! lost, the refusal is counted, and a driver can refuse such buffers up front.
 
 use rondo_proto::{
-    check_transmit_buffer, BufferConfig, Endpoint, Event, FlowConfig, Host, Instant, SharedBuffer,
-    MAX_MTU,
+    check_transmit_buffer, BufferConfig, ByReference, Endpoint, Event, FlowConfig, Host, Instant,
+    SharedBuffer, MAX_MTU,
 };
 
 fn endpoint(local: u32, remote: u32) -> (Endpoint, rondo_proto::ConnectionHandle) {
@@ -27,7 +27,7 @@ fn a_short_buffer_sends_nothing_loses_nothing_and_is_counted() {
 
     let mut short = vec![0u8; mtu - 1];
     assert_eq!(a.poll_transmit(now, &mut short), None);
-    assert_eq!(a.poll_transmit_split(now, &mut short), None);
+    assert_eq!(a.poll_transmit(now, &mut ByReference(&mut short)), None);
     let stats = a.connection(ha).sender_stats();
     assert_eq!(stats.short_buffers, 2);
     assert_eq!(stats.data_packets_sent, 0, "nothing was half sent");

@@ -6,7 +6,7 @@
 mod udp_util;
 
 use rondo_proto::wire::{Body, CommonRepr, DataRepr, Flags, Repr};
-use rondo_proto::{Event, Host, Instant, Priority, Psn, Transmit};
+use rondo_proto::{Event, Host, Instant, Priority, Psn, Transmit, TxBuffer};
 use rondo_ud::udp::{set_socket_tos, Clock, UdpConfig, UdpDatapath};
 use std::net::UdpSocket;
 use std::time::Duration;
@@ -38,14 +38,15 @@ struct OnePerClass(Vec<Priority>);
 impl Host for OnePerClass {
     fn handle_datagram(&mut self, _: Instant, _: u16, _: &[u8], _: bool) {}
     fn handle_timeout(&mut self, _: Instant) {}
-    fn poll_transmit(&mut self, _: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    fn poll_transmit<B: TxBuffer + ?Sized>(&mut self, _: Instant, tx: &mut B) -> Option<Transmit> {
         let priority = self.0.pop()?;
-        buf[0] = priority as u8;
+        tx.take(0, priority, 100)[0] = priority as u8;
         Some(Transmit {
             path: 0,
             priority,
             len: 100,
             flow: 5,
+            payload: None,
         })
     }
     fn poll_timeout(&self) -> Option<Instant> {
@@ -179,14 +180,15 @@ struct Flows(Vec<u32>);
 impl Host for Flows {
     fn handle_datagram(&mut self, _: Instant, _: u16, _: &[u8], _: bool) {}
     fn handle_timeout(&mut self, _: Instant) {}
-    fn poll_transmit(&mut self, _: Instant, buf: &mut [u8]) -> Option<Transmit> {
+    fn poll_transmit<B: TxBuffer + ?Sized>(&mut self, _: Instant, tx: &mut B) -> Option<Transmit> {
         let flow = self.0.pop()?;
-        buf[0] = flow as u8;
+        tx.take(0, Priority::Data, 10)[0] = flow as u8;
         Some(Transmit {
             path: 0,
             priority: Priority::Data,
             len: 10,
             flow,
+            payload: None,
         })
     }
     fn poll_timeout(&self) -> Option<Instant> {

@@ -8,7 +8,7 @@
 
 use crate::host::VerbsHost;
 use crate::VerbsError;
-use rondo_proto::{Host, Instant, Transmit};
+use rondo_proto::{Host, Instant, Transmit, TxBuffer};
 use rondo_ud::mem::{HostId, LinkId, Network, PathSpec};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,8 +77,12 @@ impl Host for FabricHost {
     fn handle_timeout(&mut self, now: Instant) {
         self.host.handle_timeout(now);
     }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let t = self.host.poll_transmit(now, buf)?;
+    fn poll_transmit<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        let t = self.host.poll_transmit(now, tx)?;
         // Fabric path id = peer * P + path; an unknown flow gets an unrouted id.
         let peer = self
             .peer_of_flow

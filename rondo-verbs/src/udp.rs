@@ -17,7 +17,7 @@ use crate::progress::{Driven, Policy, Progress, Sleep};
 use crate::types::ContextStats;
 use crate::VerbsError;
 use rondo_proto::rng::Rng;
-use rondo_proto::{Endpoint, Host, Instant, PayloadRef, Transmit};
+use rondo_proto::{Endpoint, Host, Instant, PayloadRef, Transmit, TxBuffer};
 use rondo_ud::udp::{UdpConfig, UdpDatapath, Waiter, Waker};
 use std::net::SocketAddr;
 
@@ -131,15 +131,12 @@ impl Host for UdpHost {
         }
         self.host.handle_timeout(now);
     }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        self.host.poll_transmit(now, buf)
-    }
-    fn poll_transmit_split(
+    fn poll_transmit<B: TxBuffer + ?Sized>(
         &mut self,
         now: Instant,
-        buf: &mut [u8],
-    ) -> Option<(Transmit, Option<PayloadRef>)> {
-        self.host.poll_transmit_split(now, buf)
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        self.host.poll_transmit(now, tx)
     }
     fn payload(&self, r: PayloadRef) -> rondo_proto::PayloadBytes<'_> {
         self.host.payload(r)

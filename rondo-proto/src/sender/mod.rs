@@ -30,9 +30,6 @@ use crate::transport::Transport;
 use retx::RetxQueue;
 use std::collections::VecDeque;
 
-/// Where a DATA payload lies in the sender: (message first PSN, offset, length).
-pub(crate) type PayloadAt = (u64, u64, u32);
-
 #[derive(Debug)]
 pub(crate) struct OutMessage {
     id: u64,
@@ -61,11 +58,6 @@ pub(crate) struct Core {
     /// State of PSNs `[base, base + table.len())`.
     pub(crate) table: VecDeque<SentPacket>,
     pub(crate) base: u64,
-    /// `poll_transmit_split` in progress: DATA payloads are not copied but located.
-    split: bool,
-    /// Where the payload of the last DATA packet emitted in split mode lies:
-    /// (message first PSN, offset, length).
-    split_out: Option<PayloadAt>,
     /// Lowest PSN not known to be delivered.
     una: u64,
     next_psn: u64,
@@ -117,8 +109,6 @@ impl Sender {
                 messages: VecDeque::new(),
                 table: VecDeque::new(),
                 base: start,
-                split: false,
-                split_out: None,
                 una: start,
                 next_psn: start,
                 unsent: UnsentSet::new(start),

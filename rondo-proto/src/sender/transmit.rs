@@ -1,22 +1,26 @@
 //! Transmission: path selection and packet selection through the seams, DATA and
 //! probe emission, pacing and the line-rate clock.
 
-use super::{Core, PayloadAt, Sender, SentPacket};
+use super::{Core, Sender, SentPacket};
 use crate::cc::CongestionControl;
 use crate::path::PathStatus;
 use crate::recovery::LossRecovery;
 use crate::scheduler::PacketSelector;
 use crate::select::PathSelector;
 use crate::time::{Duration, Instant};
-use crate::transmit::{Priority, Transmit};
+use crate::transmit::{PayloadRef, Priority, Transmit, TxBuffer};
 use crate::wire::{Body, CommonRepr, DataRepr, Flags, ProbeRepr, Repr};
 use crate::Psn;
 
 impl Sender {
-    pub(crate) fn poll_transmit(
+    /// The next probe or DATA packet, written into a buffer taken from `tx` once
+    /// its path and length are chosen. A payload stays in its message (with
+    /// [`Transmit::payload`] saying where, its `source` left 0 for the endpoint to
+    /// fill in) when `tx` takes payloads by reference and the message allows it.
+    pub(crate) fn poll_transmit<B: TxBuffer + ?Sized>(
         &mut self,
         now: Instant,
-        buf: &mut [u8],
+        tx: &mut B,
         remote_flow: u32,
     ) -> Option<Transmit> {
         let c = &mut self.core;
@@ -27,14 +31,14 @@ impl Sender {
             .find(|&i| c.paths[i].status == PathStatus::Down && c.paths[i].next_down_probe <= now)
         {
             c.paths[p].next_down_probe = now + c.cfg.down_probe_interval;
-            return c.emit_probe(now, p, buf, remote_flow);
+            return c.emit_probe(now, p, tx, remote_flow);
         }
         if !c.has_data() {
             return None;
         }
         if !self.cc.paced() || now >= self.core.pace_next {
             if let Some(path) = self.select_path() {
-                return self.emit_data(now, path, buf, remote_flow);
+                return self.emit_data(now, path, tx, remote_flow);
             }
         }
         let c = &mut self.core;
@@ -46,7 +50,7 @@ impl Sender {
                 .find(|&i| c.paths[i].status == PathStatus::Up);
             if let Some(p) = next {
                 c.probe_rr = p;
-                return c.emit_probe(now, p, buf, remote_flow);
+                return c.emit_probe(now, p, tx, remote_flow);
             }
         }
         None
@@ -60,11 +64,11 @@ impl Sender {
         self.selector.select(&c.open)
     }
 
-    fn emit_data(
+    fn emit_data<B: TxBuffer + ?Sized>(
         &mut self,
         now: Instant,
         path: usize,
-        buf: &mut [u8],
+        tx: &mut B,
         remote_flow: u32,
     ) -> Option<Transmit> {
         let c = &mut self.core;
@@ -112,30 +116,36 @@ impl Sender {
                 payload_len: len,
             }),
         };
-        let hdr = repr.emit_with_token(buf, c.cfg.token).ok()?;
+        let hdr = repr.header_len_with_token(c.cfg.token);
         let total = hdr + len;
-        // Split: the payload stays where it is from the first byte that can (the
-        // message's head, or an address of its external body): bytes before that
-        // (the owned head's end, when the payload straddles head and body) are
-        // copied after the header, and the rest is referenced. Without split, or
-        // when nothing can stay, all of it is copied after the header.
-        let copied = if c.split {
+        // By reference: the payload stays where it is from the first byte that can
+        // (the message's head, or an address of its external body): bytes before
+        // that (the owned head's end, when the payload straddles head and body) are
+        // copied after the header, and the rest is referenced. Otherwise, or when
+        // nothing can stay, all of it is copied after the header.
+        let copied = if tx.payload_by_reference() {
             msg.data.split_point(offset as usize, len)
         } else {
             None
         };
-        let written = match copied {
-            Some(k) => {
-                msg.data.read(offset as usize, &mut buf[hdr..hdr + k]);
-                c.split_out = Some((msg.first_psn, offset + k as u64, (len - k) as u32));
-                c.stats.payloads_by_reference += 1;
-                hdr + k
-            }
-            None => {
-                msg.data.read(offset as usize, &mut buf[hdr..total]);
-                total
-            }
+        let (written, payload) = match copied {
+            Some(k) => (
+                hdr + k,
+                Some(PayloadRef {
+                    source: 0,
+                    key: msg.first_psn,
+                    offset: offset + k as u64,
+                    len: (len - k) as u32,
+                }),
+            ),
+            None => (total, None),
         };
+        let buf = tx.take(path as u16, Priority::Data, written);
+        repr.emit_header_with_token(buf, c.cfg.token).ok()?;
+        msg.data.read(offset as usize, &mut buf[hdr..written]);
+        if payload.is_some() {
+            c.stats.payloads_by_reference += 1;
+        }
 
         let entry = &mut c.table[idx];
         entry.queued = false;
@@ -166,22 +176,8 @@ impl Sender {
             priority: Priority::Data,
             len: written,
             flow: 0,
+            payload,
         })
-    }
-
-    /// [`Sender::poll_transmit`] that leaves a DATA payload in its message and says
-    /// where: (message first PSN, offset, length).
-    pub(crate) fn poll_transmit_split(
-        &mut self,
-        now: Instant,
-        buf: &mut [u8],
-        remote_flow: u32,
-    ) -> Option<(Transmit, Option<PayloadAt>)> {
-        self.core.split = true;
-        self.core.split_out = None;
-        let t = self.poll_transmit(now, buf, remote_flow);
-        self.core.split = false;
-        t.map(|t| (t, self.core.split_out.take()))
     }
 }
 
@@ -199,11 +195,11 @@ impl Core {
         self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
     }
 
-    fn emit_probe(
+    fn emit_probe<B: TxBuffer + ?Sized>(
         &mut self,
         now: Instant,
         path: usize,
-        buf: &mut [u8],
+        tx: &mut B,
         remote_flow: u32,
     ) -> Option<Transmit> {
         let pad = self.cfg.mtu
@@ -219,9 +215,10 @@ impl Core {
             },
             body: Body::Probe(ProbeRepr { pad_len: pad }),
         };
-        self.probe_seq = self.probe_seq.wrapping_add(1);
         let len = repr.buffer_len_with_token(self.cfg.token);
-        repr.emit_with_token(buf, self.cfg.token).ok()?;
+        repr.emit_with_token(tx.take(path as u16, Priority::Probe, len), self.cfg.token)
+            .ok()?;
+        self.probe_seq = self.probe_seq.wrapping_add(1);
         self.paths[path].counters.probes_sent += 1;
         self.stats.probes_sent += 1;
         self.advance_line_clock(now, len);
@@ -230,6 +227,7 @@ impl Core {
             priority: Priority::Probe,
             len,
             flow: 0,
+            payload: None,
         })
     }
 }

@@ -302,7 +302,34 @@ impl Repr {
     /// Errors: as [`Repr::emit`], with `buffer_len_with_token(token)` as the needed
     /// length.
     pub fn emit_with_token(&self, buf: &mut [u8], token: Option<u64>) -> Result<usize, WireError> {
-        let needed = self.buffer_len_with_token(token);
+        self.emit_into(buf, token, self.buffer_len_with_token(token))
+    }
+
+    /// [`Repr::emit_with_token`] into a buffer that need only hold what is written:
+    /// the header (`header_len_with_token(token)` bytes; a probe's padding too),
+    /// for a DATA payload that follows elsewhere (a second iovec, a gather entry)
+    /// or is copied in after it.
+    ///
+    /// Errors: as [`Repr::emit_with_token`], with the header's length as the needed
+    /// length.
+    pub fn emit_header_with_token(
+        &self,
+        buf: &mut [u8],
+        token: Option<u64>,
+    ) -> Result<usize, WireError> {
+        let needed = match self.body {
+            Body::Probe(_) => self.buffer_len_with_token(token),
+            Body::Data(_) | Body::Ack(_) | Body::Nak(..) => self.header_len_with_token(token),
+        };
+        self.emit_into(buf, token, needed)
+    }
+
+    fn emit_into(
+        &self,
+        buf: &mut [u8],
+        token: Option<u64>,
+        needed: usize,
+    ) -> Result<usize, WireError> {
         let got = buf.len();
         if got < needed {
             return Err(WireError::BufferTooSmall { needed, got });

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use rondo_ud::mem::{LinkConfig, Network};
-//! use rondo_proto::{Duration, Host, Instant, Priority, Transmit};
+//! use rondo_proto::{Duration, Host, Instant, Priority, Transmit, TxBuffer};
 //!
 //! /// Sends one 1500-byte datagram at once; counts what it receives.
 //! #[derive(Default)]
@@ -19,9 +19,9 @@
 //! impl Host for Ping {
 //!     fn handle_datagram(&mut self, now: Instant, _: u16, _: &[u8], _: bool) { self.got.push(now) }
 //!     fn handle_timeout(&mut self, _: Instant) {}
-//!     fn poll_transmit(&mut self, _: Instant, _: &mut [u8]) -> Option<Transmit> {
+//!     fn poll_transmit<B: TxBuffer + ?Sized>(&mut self, _: Instant, _: &mut B) -> Option<Transmit> {
 //!         (!std::mem::replace(&mut self.sent, true))
-//!             .then_some(Transmit { path: 0, priority: Priority::Data, len: 1500, flow: 0 })
+//!             .then_some(Transmit { path: 0, priority: Priority::Data, len: 1500, flow: 0, payload: None })
 //!     }
 //!     fn poll_timeout(&self) -> Option<Instant> { None }
 //! }

@@ -74,11 +74,6 @@ impl TxQueue {
         &mut self.buf[self.used..self.used + len]
     }
 
-    /// The first `len` bytes of the free space (a datagram written there).
-    pub(super) fn tail(&self, len: usize) -> &[u8] {
-        &self.buf[self.used..self.used + len]
-    }
-
     /// Queues the `head` bytes written at `tail_mut`, followed on the wire by
     /// `payload` from the host's memory when there is one.
     pub(super) fn commit_tail(

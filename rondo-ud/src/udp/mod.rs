@@ -44,7 +44,7 @@ use crate::datapath::{ByCopy, Datapath, InPlaceHost};
 use crate::HostProfile;
 use batch::TxQueue;
 use rondo_proto::message::PayloadBytes;
-use rondo_proto::transmit::{Host, PayloadRef, Priority, Transmit};
+use rondo_proto::transmit::{Host, PayloadRef, Priority, Transmit, TxBuffer};
 use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
@@ -70,12 +70,12 @@ pub struct UdpDatapath {
     tx: Vec<TxQueue>,
     /// Where raw mode builds datagrams.
     scratch: Vec<u8>,
-    /// Path of the last transmit, and for each path the one that followed it last:
-    /// the guess of which path queue the host writes the next datagram into.
-    last_path: usize,
-    next_after: Vec<usize>,
-    /// The path queue the last transmit buffer was handed out from.
-    guess: usize,
+    /// Paths whose queue has no room left for a datagram of `max_datagram` bytes:
+    /// sent before the next transmit buffer is handed out.
+    full: Vec<usize>,
+    /// Where a datagram for a path this datapath does not have is written (and
+    /// then dropped as unroutable).
+    stray: Vec<u8>,
     /// Path whose queue the last flush sent first (rotates).
     flush_start: usize,
     /// Receive buffers: `rx_per_path` slots of `rx_slot` bytes for each path.
@@ -158,10 +158,9 @@ impl UdpDatapath {
                 .map(|_| TxQueue::new(batch, cfg.max_datagram))
                 .collect(),
             scratch: vec![0; cfg.max_datagram],
-            last_path: 0,
-            guess: 0,
+            full: Vec::with_capacity(paths),
+            stray: vec![0; cfg.max_datagram],
             flush_start: 0,
-            next_after: (1..=paths).map(|p| p % paths).collect(),
             rx_buf: vec![0; paths * rx_per_path * rx_slot],
             rx_slot,
             rx_per_path,
@@ -339,71 +338,83 @@ impl UdpDatapath {
     }
 }
 
+/// A transmit buffer of the UDP datapath: the free tail of the queue of the path
+/// the host chooses (every queue has room for a datagram of `max_datagram` bytes
+/// when it is handed out). DATA payloads may stay in the host's memory: they go out
+/// as a second iovec.
+#[derive(Debug)]
+pub struct UdpTx<'a> {
+    max: usize,
+    queues: &'a mut [TxQueue],
+    stray: &'a mut [u8],
+}
+
+impl TxBuffer for UdpTx<'_> {
+    fn capacity(&self) -> usize {
+        self.max
+    }
+
+    fn payload_by_reference(&self) -> bool {
+        true
+    }
+
+    fn take(&mut self, path: u16, _: Priority, len: usize) -> &mut [u8] {
+        match self.queues.get_mut(usize::from(path)) {
+            Some(q) => q.tail_mut(len),
+            None => &mut self.stray[..len],
+        }
+    }
+}
+
 /// The UDP datapath under the driver loop: the host writes each datagram straight
-/// into the tail of the queue of the path it will most likely pick (the one that
-/// followed the last path last time); a wrong guess costs one copy. Each path's
-/// queue goes out in one `sendmmsg` (GSO trains where the kernel has them).
+/// into the tail of the queue of the path it chose ([`UdpTx`]); each path's queue
+/// goes out in one `sendmmsg` (GSO trains where the kernel has them).
 impl Datapath for UdpDatapath {
     type Error = io::Error;
     const PROFILE: HostProfile = HostProfile::HOST_STACK;
-    const PAYLOAD_BY_REFERENCE: bool = true;
+    type Tx<'a> = UdpTx<'a>;
 
     /// One batch per path, so that receiving is not starved.
     fn tx_limit(&self) -> usize {
         self.cfg.batch * self.sockets.len()
     }
 
-    fn tx_buffer<H: Host>(&mut self, host: &H) -> Option<&mut [u8]> {
-        let max = self.cfg.max_datagram;
-        let guess = self.next_after[self.last_path];
-        if !self.tx[guess].has_room(max) {
-            self.send_path(guess, host);
+    /// Sends the queues that cannot take another datagram of the largest size, so
+    /// that whichever path the host picks has room.
+    fn tx_buffer<H: Host>(&mut self, host: &H) -> Option<UdpTx<'_>> {
+        while let Some(path) = self.full.pop() {
+            self.send_path(path, host);
         }
-        self.guess = guess;
-        Some(self.tx[guess].tail_mut(max))
+        Some(UdpTx {
+            max: self.cfg.max_datagram,
+            queues: &mut self.tx,
+            stray: &mut self.stray,
+        })
     }
 
-    fn tx_queue<H: Host>(&mut self, host: &H, t: Transmit, payload: Option<PayloadRef>) {
-        let guess = self.guess;
+    fn tx_queue(&mut self, t: Transmit) {
         let path = usize::from(t.path);
         let dest = self.route(t.flow, path);
-        let whole = t.len + payload.map_or(0, |p| p.len as usize);
-        let (Some(dest), true) = (dest, whole <= self.cfg.max_datagram) else {
+        let (Some(dest), true) = (dest, t.datagram_len() <= self.cfg.max_datagram) else {
             self.stats.unroutable += 1;
             return;
         };
-        self.next_after[self.last_path] = path;
-        self.last_path = path;
         let tos = self.cfg.tos(t.priority);
         let tos = (tos != self.cfg.tos(Priority::Data)).then_some(tos);
-        if path == guess {
-            self.tx[path].commit_tail(dest, tos, t.len, payload);
-            return;
+        let q = &mut self.tx[path];
+        q.commit_tail(dest, tos, t.len, t.payload);
+        if !q.has_room(self.cfg.max_datagram) {
+            self.full.push(path);
         }
-        if !self.tx[path].has_room(t.len) {
-            self.send_path(path, host);
-        }
-        let (from, to) = if guess < path {
-            let (a, b) = self.tx.split_at_mut(path);
-            (&a[guess], &mut b[0])
-        } else {
-            let (a, b) = self.tx.split_at_mut(guess);
-            (&b[0], &mut a[path])
-        };
-        to.tail_mut(t.len).copy_from_slice(from.tail(t.len));
-        to.commit_tail(dest, tos, t.len, payload);
     }
 
-    /// The queues go out starting from a different path each time: a fixed order
-    /// would always hand the peer path 0's datagrams first, so the later paths'
-    /// would more often miss the peer's current receive round, measure longer
-    /// RTTs, and lose their share of the flow to path 0.
     fn tx_flush<H: Host>(&mut self, host: &H) -> io::Result<()> {
         let paths = self.tx.len();
         self.flush_start = (self.flush_start + 1) % paths;
         for k in 0..paths {
             self.send_path((self.flush_start + k) % paths, host);
         }
+        self.full.clear();
         Ok(())
     }
 

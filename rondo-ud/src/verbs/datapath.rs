@@ -18,7 +18,7 @@ use crate::datapath::{ByCopy, Clock, Datapath, InPlaceHost, PollOutcome};
 use crate::HostProfile;
 use reorder::HugePages;
 use rondo_proto::time::Instant;
-use rondo_proto::transmit::{Host, PayloadRef, Priority, Transmit};
+use rondo_proto::transmit::{Host, Priority, Transmit};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -462,7 +462,7 @@ impl VerbsDatapath {
 impl Datapath for VerbsDatapath {
     type Error = VerbsError;
     const PROFILE: HostProfile = HostProfile::NIC;
-    const PAYLOAD_BY_REFERENCE: bool = false;
+    type Tx<'a> = &'a mut [u8];
 
     fn tx_limit(&self) -> usize {
         self.driver.tx_limit()
@@ -470,8 +470,8 @@ impl Datapath for VerbsDatapath {
     fn tx_buffer<H: Host>(&mut self, host: &H) -> Option<&mut [u8]> {
         self.driver.tx_buffer(host)
     }
-    fn tx_queue<H: Host>(&mut self, host: &H, t: Transmit, payload: Option<PayloadRef>) {
-        self.driver.tx_queue(host, t, payload);
+    fn tx_queue(&mut self, t: Transmit) {
+        self.driver.tx_queue(t);
     }
     fn tx_flush<H: Host>(&mut self, host: &H) -> Result<(), VerbsError> {
         self.driver.tx_flush(host)

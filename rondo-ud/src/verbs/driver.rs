@@ -12,7 +12,7 @@ use crate::datapath::{Clock, Datapath, InPlaceHost, PollOutcome};
 use crate::HostProfile;
 use reorder::landing::{FlowLanding, LandingCounters};
 use rondo_proto::time::Instant;
-use rondo_proto::transmit::{Host, PayloadRef, Transmit};
+use rondo_proto::transmit::{Host, Transmit};
 use rondo_proto::wire::{self, Body};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -343,7 +343,12 @@ impl<N: Nic> Driver<N> {
 impl<N: Nic> Datapath for Driver<N> {
     type Error = VerbsError;
     const PROFILE: HostProfile = HostProfile::NIC;
-    const PAYLOAD_BY_REFERENCE: bool = false;
+    /// A send slot of the registered send memory: DATA payloads are copied in
+    /// (one gather entry per WR).
+    type Tx<'a>
+        = &'a mut [u8]
+    where
+        Self: 'a;
 
     /// Free send slots bound a pass.
     fn tx_limit(&self) -> usize {
@@ -357,7 +362,7 @@ impl<N: Nic> Datapath for Driver<N> {
         Some(&mut self.nic.send_mem()[base..base + self.mtu])
     }
 
-    fn tx_queue<H: Host>(&mut self, _: &H, t: Transmit, _: Option<PayloadRef>) {
+    fn tx_queue(&mut self, t: Transmit) {
         let route = match self.routes.get(&t.flow) {
             Some(r) => Some(*r),
             None if self.routes.len() == 1 => self.routes.values().next().copied(),

@@ -18,7 +18,7 @@ use crate::VerbsError;
 use placement::{lock, KeyTables, RequestPlacement, RxState};
 use rondo_proto::rng::Rng;
 use rondo_proto::{
-    ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,
+    ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit, TxBuffer,
 };
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -462,22 +462,15 @@ impl Host for VerbsHost {
         self.process_events(now);
     }
 
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if !self.acks_due.is_empty() {
-            self.flush_acks(now);
-        }
-        self.endpoint.poll_transmit(now, buf)
-    }
-
-    fn poll_transmit_split(
+    fn poll_transmit<B: TxBuffer + ?Sized>(
         &mut self,
         now: Instant,
-        buf: &mut [u8],
-    ) -> Option<(Transmit, Option<PayloadRef>)> {
+        tx: &mut B,
+    ) -> Option<Transmit> {
         if !self.acks_due.is_empty() {
             self.flush_acks(now);
         }
-        self.endpoint.poll_transmit_split(now, buf)
+        self.endpoint.poll_transmit(now, tx)
     }
 
     fn payload(&self, r: PayloadRef) -> rondo_proto::PayloadBytes<'_> {

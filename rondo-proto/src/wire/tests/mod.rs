@@ -244,3 +244,35 @@ fn flags_builder() {
     assert_eq!(flags, Flags::from_bits(0x0a).unwrap());
     assert_eq!(Flags::from_bits(0x80), Err(WireError::ReservedFlags(0x80)));
 }
+
+/// A DATA header written into a buffer of the header's size, followed by the
+/// payload, is the datagram `emit_with_token` writes whole; a shorter buffer is a
+/// typed error, and a probe still needs room for its padding.
+#[test]
+fn a_header_alone_emits_into_a_header_sized_buffer() {
+    let token = Some(0x0bad_cafe);
+    let repr = data_repr(2, 5, 10);
+    let payload = [1u8, 2, 3, 4, 5];
+    let whole = repr.to_datagram(&payload, token).unwrap();
+    let hlen = repr.header_len_with_token(token);
+    let mut head = vec![0u8; hlen];
+    assert_eq!(repr.emit_header_with_token(&mut head, token), Ok(hlen));
+    head.extend_from_slice(&payload);
+    assert_eq!(head, whole);
+    assert_eq!(
+        repr.emit_header_with_token(&mut vec![0u8; hlen - 1], token),
+        Err(WireError::BufferTooSmall {
+            needed: hlen,
+            got: hlen - 1
+        })
+    );
+    let probe = Repr {
+        body: Body::Probe(ProbeRepr { pad_len: 40 }),
+        ..repr
+    };
+    let plen = probe.buffer_len_with_token(token);
+    assert!(matches!(
+        probe.emit_header_with_token(&mut vec![0u8; plen - 1], token),
+        Err(WireError::BufferTooSmall { .. })
+    ));
+}
