@@ -21,8 +21,8 @@ use std::time::Duration as StdDuration;
 const MAX_DATAGRAM: usize = 65_536;
 /// Longest single wait, so that a stop request is seen within it.
 const MAX_WAIT: StdDuration = StdDuration::from_millis(2);
-/// Waits shorter than this are skipped (the datagram is sent a little early rather
-/// than late by the kernel's timer slack).
+/// Waits shorter than this are polled, not slept (a sleep that short comes back late
+/// by the kernel's timer slack).
 const MIN_WAIT: StdDuration = StdDuration::from_micros(30);
 
 /// Why the fabric could not start or failed while running.

@@ -98,7 +98,8 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
     } else {
         print!("{}", report.counters.to_table());
         println!(
-            "fabric CPU {:.2} us per datagram",
+            "fabric thread CPU {:.3} s, {:.2} us per datagram",
+            report.cpu_ns as f64 / 1e9,
             report.cpu_us_per_datagram()
         );
     }
