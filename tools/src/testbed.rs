@@ -322,7 +322,6 @@ fn run_one(args: &Args, plan: &Plan, topo: &Topology, perf: &[String]) -> anyhow
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let measured = started.elapsed();
     if !out.status.success() {
         let mut e = String::new();
         if let Some(mut s) = srv.0.stderr.take() {
@@ -339,7 +338,6 @@ fn run_one(args: &Args, plan: &Plan, topo: &Topology, perf: &[String]) -> anyhow
         Instant::now() + Duration::from_secs(30),
         "rondo perf server",
     )?;
-    let _ = measured;
     let report = fabric.stop()?;
     let perf_json: Value =
         serde_json::from_slice(&out.stdout).context("read rondo perf client's JSON")?;
@@ -383,8 +381,8 @@ fn wait_output(mut child: Reaped, deadline: Instant) -> anyhow::Result<std::proc
     })
 }
 
-/// Data bytes the fabric delivered to `host` (index) between two snapshots, and the
-/// probe and queue drops toward it.
+/// Data bytes the fabric delivered to the host named `host` between two snapshots,
+/// and the probe drops and the other drops (threshold, random loss) toward it.
 fn delta(before: &Counters, after: &Counters, host: &str) -> (u64, u64, u64) {
     let sum = |c: &Counters, f: &dyn Fn(&rondo_fabric::EgressCounters) -> u64| -> u64 {
         c.egress.iter().filter(|e| e.to == host).map(f).sum()
