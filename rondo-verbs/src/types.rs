@@ -352,6 +352,8 @@ pub struct QpStats {
     pub ood_max: u64,
     /// 99th percentile of the receiver's OOD.
     pub ood_p99: u64,
+    /// Average of the receiver's OOD over its data packets.
+    pub ood_avg: f64,
     /// Data packets received (duplicates included).
     pub data_packets_received: u64,
     /// Payload bytes delivered in order by the engine (verbs headers included).

@@ -9,9 +9,12 @@
 mod chart;
 mod demo;
 mod doctor;
+mod fabric;
+mod p4_config;
 mod perf;
 mod sim;
 mod table;
+mod testbed;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -39,6 +42,17 @@ enum Command {
     /// perftest-like bandwidth and latency runs between two hosts over UDP:
     /// `rondo perf server` on one, `rondo perf client HOST` on the other.
     Perf(perf::Args),
+    /// The userspace switch: steers by UDP source port, strict priority (control,
+    /// data, probes), per-class thresholds, path rate and delay, ECN, loss, from a
+    /// topology file; counters at exit (Ctrl-C); --measure reports its accuracy.
+    Fabric(fabric::Args),
+    /// The fabric, a `rondo perf` server and client on loopback in one command:
+    /// Rondo (and rrps) through emulated paths of unequal rate and delay, with the
+    /// JSON keys of `rondo sim --json`; --sweep over a key with a table and a plot.
+    Testbed(testbed::Args),
+    /// Print the control-plane commands of the P4 switch programs in p4/ for a
+    /// topology: bfrt_python (--target tna) or simple_switch_CLI (--target bmv2).
+    P4Config(p4_config::Args),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +61,9 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Perf(args) => perf::run(&args),
+        Command::Fabric(args) => fabric::run(&args),
+        Command::Testbed(args) => testbed::run(&args),
+        Command::P4Config(args) => p4_config::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -289,6 +289,7 @@ impl VerbsHost {
             s.payloads_by_reference = tx.payloads_by_reference;
             s.ood_max = rx.ood.max();
             s.ood_p99 = rx.ood.quantile(0.99);
+            s.ood_avg = rx.ood.mean();
             s.data_packets_received = rx.data_packets;
             s.bytes_delivered = rx.bytes_delivered;
             s.dropped_out_of_window = rx.dropped_out_of_window;

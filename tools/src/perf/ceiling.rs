@@ -139,6 +139,9 @@ pub fn receive(
                     mismatched_bytes: 0,
                     retx_packets: 0,
                     ood_max: 0,
+                    ood_avg: 0.0,
+                    ood_p99: 0,
+                    reorder_buffer_drops: 0,
                     cpu_ns: ctrl.session_cpu_ns(),
                 };
                 return Ok((report, d));

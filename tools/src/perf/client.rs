@@ -5,7 +5,7 @@ use super::exchange::{Accept, Backend, Control, Done, Hello, Message, Op, Report
 use super::pattern::Pattern;
 use super::report::{self, gbps, Outcome};
 use super::{ceiling, raw_udp, rc};
-use super::{check, rondo, ClientArgs, Progress};
+use super::{check, check_net, rondo, ClientArgs, Progress};
 use anyhow::Context as _;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
@@ -20,6 +20,7 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
     device::check_combination(args.device.backend, Some(args.transport), &args.device)?;
     let hello = args.hello();
     check(&hello)?;
+    check_net(&hello, args.net)?;
     // The RDMA device before the server: a host without one says so at once.
     let rdma = match hello.backend {
         Backend::Verbs => Some(device::resolve(&args.device)?),
@@ -36,7 +37,9 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
     let mut progress = Progress::new(!args.json);
     let mut outcome = match hello.transport {
         Transport::RawUdp => raw(&mut ctrl, hello, &mut progress)?,
-        Transport::Engine(_) => rondo::client(&mut ctrl, hello, &mut progress, rdma.as_ref())?,
+        Transport::Engine(_) => {
+            rondo::client(&mut ctrl, hello, &mut progress, rdma.as_ref(), args.net)?
+        }
         Transport::Rc => rc::client(&mut ctrl, hello, &mut progress, rdma.as_ref())?,
     };
     outcome.client_cpu_s = ctrl.session_cpu_ns() as f64 / 1e9;
@@ -76,6 +79,9 @@ pub fn outcome(hello: &Hello, sent: Done, received: &Report) -> Outcome {
         verified: received.verified,
         retx_packets: received.retx_packets,
         ood_max: received.ood_max,
+        ood_avg: received.ood_avg,
+        ood_p99: received.ood_p99,
+        reorder_buffer_drops: received.reorder_buffer_drops,
         op: op_name(hello.op),
         transport: hello.transport.name(),
         backend: backend_name(hello.backend),

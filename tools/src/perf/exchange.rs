@@ -155,6 +155,9 @@ pub struct Hello {
     pub regions: Vec<Region>,
     /// Raw UDP: the client's socket address of each path.
     pub udp_paths: Vec<SocketAddr>,
+    /// Rondo: engine settings of both sides' queue pairs (`--engine KEY=VALUE`).
+    #[serde(default)]
+    pub engine: Vec<String>,
 }
 
 /// A buffer the peer may WRITE into or READ from.
@@ -213,6 +216,15 @@ pub struct Report {
     pub retx_packets: u64,
     /// Largest OOD of any queue pair at the receiver.
     pub ood_max: u64,
+    /// Average OOD at the receiver over its data packets (all queue pairs).
+    #[serde(default)]
+    pub ood_avg: f64,
+    /// Largest 99th percentile of OOD of any queue pair at the receiver.
+    #[serde(default)]
+    pub ood_p99: u64,
+    /// Data packets the receiver dropped because its reorder buffer was full.
+    #[serde(default)]
+    pub reorder_buffer_drops: u64,
     /// CPU time of the reporting process since the control connection opened, ns (0:
     /// unknown).
     pub cpu_ns: u64,
@@ -479,6 +491,7 @@ mod tests {
             endpoints: vec![vec![1, 2, 3]],
             regions: Vec::new(),
             udp_paths: vec!["127.0.0.1:4000".parse().unwrap()],
+            engine: vec!["scheduler=false".into()],
         }
     }
 

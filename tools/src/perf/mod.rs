@@ -14,6 +14,7 @@
 mod ceiling;
 mod client;
 mod device;
+mod engine;
 mod exchange;
 mod pattern;
 mod raw_udp;
@@ -82,9 +83,22 @@ pub struct ServerArgs {
     clients: Option<u64>,
     #[command(flatten)]
     device: DeviceArgs,
+    #[command(flatten)]
+    net: NetArgs,
 }
 
-/// Options of `rondo perf client`.
+/// Where this side's UDP sockets are and where they send (both roles).
+#[derive(Clone, Copy, Debug, Default, clap::Args)]
+pub struct NetArgs {
+    /// Rondo on UDP: port of this side's path-0 socket; path i binds PORT + i, so a
+    /// fabric's topology can name the source ports (0: ephemeral ports).
+    #[arg(long, default_value_t = 0, value_name = "PORT")]
+    pub udp_port: u16,
+    /// Rondo on UDP: send every path's datagrams to this address (a `rondo fabric`)
+    /// instead of the peer's sockets; the fabric steers them by source port.
+    #[arg(long, value_name = "ADDR")]
+    pub via: Option<std::net::SocketAddr>,
+}
 #[derive(Debug, clap::Args)]
 pub struct ClientArgs {
     /// Host running `rondo perf server`.
@@ -117,6 +131,14 @@ pub struct ClientArgs {
     transport: Transport,
     #[command(flatten)]
     device: DeviceArgs,
+    #[command(flatten)]
+    net: NetArgs,
+    /// Rondo: an engine setting for both sides' queue pairs, KEY=VALUE (repeatable):
+    /// scheduler, probing, pacing (true/false), base_rtt_us (one value, or one per
+    /// path: 900,1100,...), rto_min_us, early_recovery_threshold, q0,
+    /// initial_window, target_queue_rtts, path_selection (deficit/random).
+    #[arg(long = "engine", value_name = "KEY=VALUE")]
+    engine: Vec<String>,
     /// Write a seeded pattern and check every byte at the receiver.
     #[arg(long)]
     verify: bool,
@@ -198,6 +220,7 @@ impl ClientArgs {
             endpoints: Vec::new(),
             regions: Vec::new(),
             udp_paths: Vec::new(),
+            engine: self.engine.clone(),
         }
     }
 }
@@ -287,12 +310,47 @@ fn check(h: &Hello) -> anyhow::Result<()> {
         "--reorder-buffer {} is out of range: use at most 4 GiB",
         h.reorder_buffer
     );
+    if !h.engine.is_empty() {
+        ensure!(
+            matches!(h.transport, Transport::Engine(_)),
+            "--engine applies to Rondo queue pairs (--transport rondo, rrps, ...)"
+        );
+        check_engine(&h.engine, h.paths as u16)?;
+    }
     ensure!(
         (1..=4096).contains(&h.tx_depth),
         "--tx-depth {} is out of range: use 1 to 4096",
         h.tx_depth
     );
     Ok(())
+}
+
+/// Checks `--udp-port` and `--via` against a run: they place Rondo's UDP sockets.
+fn check_net(h: &Hello, net: NetArgs) -> anyhow::Result<()> {
+    let placed = net.udp_port != 0 || net.via.is_some();
+    if placed {
+        ensure!(
+            h.backend == Backend::Udp && matches!(h.transport, Transport::Engine(_)),
+            "--udp-port and --via place Rondo's UDP sockets: use them with --backend udp and a Rondo transport (rondo, rrps, ...)"
+        );
+    }
+    ensure!(
+        net.udp_port == 0 || u32::from(net.udp_port) + h.paths <= 65_536,
+        "--udp-port {} + {} paths runs past port 65535",
+        net.udp_port,
+        h.paths
+    );
+    Ok(())
+}
+
+/// Checks `--engine` settings for a flow of `paths` paths (for `rondo testbed`,
+/// before it starts anything).
+pub fn check_engine(settings: &[String], paths: u16) -> anyhow::Result<()> {
+    let cfg = rondo_verbs::FlowConfig {
+        paths,
+        ..rondo_verbs::FlowConfig::default()
+    };
+    engine::apply(cfg, settings, paths).map(|_| ())
 }
 
 /// Runs `rondo perf`.

@@ -278,6 +278,9 @@ pub fn sink(
                     mismatched_bytes: mismatched + missing,
                     retx_packets: 0,
                     ood_max: 0,
+                    ood_avg: 0.0,
+                    ood_p99: 0,
+                    reorder_buffer_drops: 0,
                     cpu_ns: ctrl.session_cpu_ns(),
                 };
                 return Ok((report, d));
@@ -414,6 +417,9 @@ pub fn echo(sockets: &[UdpSocket], ctrl: &mut Control, plan: &Plan) -> anyhow::R
                         mismatched_bytes: rx.mismatched,
                         retx_packets: 0,
                         ood_max: 0,
+                        ood_avg: 0.0,
+                        ood_p99: 0,
+                        reorder_buffer_drops: 0,
                         cpu_ns: ctrl.session_cpu_ns(),
                     })
                 }

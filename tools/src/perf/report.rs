@@ -195,6 +195,13 @@ pub struct Outcome {
     pub retx_packets: u64,
     /// Largest OOD of any queue pair at the receiver (0 for raw UDP).
     pub ood_max: u64,
+    /// Average OOD at the data receiver over its data packets (0 for raw UDP).
+    pub ood_avg: f64,
+    /// Largest 99th percentile of OOD of any queue pair at the data receiver.
+    pub ood_p99: u64,
+    /// Data packets the data receiver dropped with its reorder buffer full (each
+    /// one NAKed and sent again).
+    pub reorder_buffer_drops: u64,
     /// Operation (`send`, `write`, `read`).
     pub op: &'static str,
     /// Transport (`rondo`, `raw-udp`, `rc`).
@@ -318,6 +325,9 @@ mod tests {
             verified: true,
             retx_packets: 3,
             ood_max: 2,
+            ood_avg: 0.5,
+            ood_p99: 1,
+            reorder_buffer_drops: 0,
             op: "write",
             transport: "rondo",
             backend: "udp",

@@ -7,7 +7,7 @@ use super::exchange::{
     Accept, Backend, Control, ExchangeError, Hello, Message, Op, Report, Transport,
 };
 use super::report::gbps;
-use super::{ceiling, check, raw_udp, rc, rondo, ServerArgs};
+use super::{ceiling, check, check_net, raw_udp, rc, rondo, NetArgs, ServerArgs};
 use anyhow::Context as _;
 use std::net::TcpListener;
 use std::time::Duration;
@@ -47,7 +47,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
         served += 1;
         match Control::new(stream)
             .map_err(anyhow::Error::from)
-            .and_then(|mut c| serve(&mut c, rdma.as_ref()))
+            .and_then(|mut c| serve(&mut c, rdma.as_ref(), args.net))
         {
             Ok(line) => eprintln!("client {peer}: {line}"),
             Err(e) => eprintln!("client {peer}: error: {e:#}"),
@@ -57,7 +57,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
 }
 
 /// Serves one client; returns the line to log.
-fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>) -> anyhow::Result<String> {
+fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>, net: NetArgs) -> anyhow::Result<String> {
     let hello = match ctrl.expect(SETUP_TIMEOUT, "hello", |m| match m {
         Message::Hello(h) => Some(h),
         _ => None,
@@ -78,7 +78,9 @@ fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>) -> anyhow::Result<String
             return Err(e.into());
         }
     };
-    let checked = check(&hello).and_then(|()| match (hello.backend, rdma) {
+    let checked = check(&hello)
+        .and_then(|()| check_net(&hello, net))
+        .and_then(|()| match (hello.backend, rdma) {
         (Backend::Verbs, None) => Err(anyhow::anyhow!(
             "this server has no RDMA device: start it with `rondo perf server --backend verbs --device NAME --gid-index N`"
         )),
@@ -92,7 +94,7 @@ fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>) -> anyhow::Result<String
     }
     let report = match hello.transport {
         Transport::RawUdp => raw(ctrl, &hello)?,
-        Transport::Engine(_) => rondo::server(ctrl, &hello, rdma)?,
+        Transport::Engine(_) => rondo::server(ctrl, &hello, rdma, net)?,
         Transport::Rc => rc::server(ctrl, &hello, rdma)?,
     };
     Ok(describe(&hello, &report))

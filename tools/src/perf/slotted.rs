@@ -22,7 +22,22 @@ pub(super) const STALL: Duration = Duration::from_secs(10);
 pub(super) struct Counters {
     pub(super) retx_packets: u64,
     pub(super) ood_max: u64,
+    pub(super) ood_p99: u64,
+    /// Sum of OOD over the data packets (average times packets).
+    pub(super) ood_sum: f64,
     pub(super) data_packets_received: u64,
+    pub(super) reorder_buffer_drops: u64,
+}
+
+impl Counters {
+    /// Average OOD over the data packets.
+    pub(super) fn ood_avg(&self) -> f64 {
+        if self.data_packets_received == 0 {
+            0.0
+        } else {
+            self.ood_sum / self.data_packets_received as f64
+        }
+    }
 }
 
 /// Whether the server polls its completion queue during the run: it does when
@@ -169,6 +184,22 @@ pub(super) fn client_on<S: SlottedSide>(
         verified: verified && (received_here || report.messages == meter.messages()),
         retx_packets: mine.retx_packets + report.retx_packets,
         ood_max: mine.ood_max.max(report.ood_max),
+        // The data receiver's: the client's own on READ and latency runs.
+        ood_avg: if received_here {
+            mine.ood_avg()
+        } else {
+            report.ood_avg
+        },
+        ood_p99: if received_here {
+            mine.ood_p99
+        } else {
+            report.ood_p99
+        },
+        reorder_buffer_drops: if received_here {
+            mine.reorder_buffer_drops
+        } else {
+            report.reorder_buffer_drops
+        },
         op: op_name(hello.op),
         transport: hello.transport.name(),
         backend: backend_name(hello.backend),
@@ -447,6 +478,9 @@ pub(super) fn server_on<S: SlottedSide>(
                     mismatched_bytes: mismatched,
                     retx_packets: mine.retx_packets,
                     ood_max: mine.ood_max,
+                    ood_avg: mine.ood_avg(),
+                    ood_p99: mine.ood_p99,
+                    reorder_buffer_drops: mine.reorder_buffer_drops,
                     cpu_ns: ctrl.session_cpu_ns(),
                 };
                 ctrl.send(&Message::Report(report))?;

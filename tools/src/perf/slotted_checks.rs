@@ -33,6 +33,7 @@ pub(super) fn hello(op: Op, size: u64, n: u64) -> Hello {
         endpoints: Vec::new(),
         regions: Vec::new(),
         udp_paths: Vec::new(),
+        engine: Vec::new(),
     }
 }
 

@@ -24,12 +24,12 @@ use super::exchange::{Backend, Control, Hello, Message, Op, Region, Report, Tran
 use super::pattern::Pattern;
 use super::report::Outcome;
 use super::slotted::{self, server_polls, Counters, SlottedSide};
-use super::Progress;
+use super::{NetArgs, Progress};
 use anyhow::{bail, ensure, Context as _};
 use rondo_verbs::{
     AccessFlags, CompletionQueue, Context, ContextAttr, FlowConfig, HostProfile, MemoryRegion,
-    QpEndpoint, QpInitAttr, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, UdpAttr, WcOpcode,
-    WcStatus, WorkCompletion,
+    PeerAddr, QpEndpoint, QpInitAttr, QueuePair, RecvWr, RemoteAddr, SendWr, Sge, UdpAttr,
+    WcOpcode, WcStatus, WorkCompletion,
 };
 use std::time::Duration;
 
@@ -53,16 +53,18 @@ pub(super) fn slots(h: &Hello) -> usize {
 /// (`rondo_ud::profile`: base RTT and timer floors at the host's timescales, no
 /// pacing or probing) on UDP and on a NIC, the paper's on the in-process fabric.
 /// The QP sets the MTU; the engine transport is the one the hello names.
-fn flow_config(ctx: &Context, h: &Hello) -> FlowConfig {
+/// `--engine` settings come last, over the profile.
+fn flow_config(ctx: &Context, h: &Hello) -> anyhow::Result<FlowConfig> {
     let cfg = match ctx.device_name() {
         "udp" => HostProfile::HOST_STACK.flow_config(h.paths as u16),
         "verbs" => HostProfile::NIC.flow_config(h.paths as u16),
         _ => FlowConfig::default(),
     };
-    match h.transport {
+    let cfg = match h.transport {
         Transport::Engine(transport) => FlowConfig { transport, ..cfg },
         Transport::RawUdp | Transport::Rc => cfg,
-    }
+    };
+    super::engine::apply(cfg, &h.engine, h.paths as u16)
 }
 
 /// One side's verbs objects.
@@ -75,10 +77,12 @@ struct Side {
     pattern: Option<Pattern>,
     /// Wait for completions this long at most instead of polling (see [`WAIT`]).
     wait: Option<Duration>,
+    /// Send every path to this address (`--via`, a fabric) instead of the peer's.
+    via: Option<std::net::SocketAddr>,
 }
 
 impl Side {
-    fn new(ctx: &Context, h: &Hello) -> anyhow::Result<Side> {
+    fn new(ctx: &Context, h: &Hello, net: NetArgs) -> anyhow::Result<Side> {
         let slots = slots(h);
         let size = h.size as usize;
         let pd = ctx.alloc_pd()?;
@@ -93,7 +97,7 @@ impl Side {
                 max_sge: 1,
                 paths: h.paths as u16,
                 mtu: h.mtu as usize,
-                flow: flow_config(ctx, h),
+                flow: flow_config(ctx, h)?,
                 ..QpInitAttr::default()
             };
             qps.push(
@@ -113,6 +117,7 @@ impl Side {
             size,
             pattern: h.verify_seed.map(Pattern::new),
             wait: (!h.busy_poll && !h.lat).then_some(WAIT),
+            via: net.via,
         })
     }
 
@@ -160,7 +165,10 @@ impl SlottedSide for Side {
             self.qps.len()
         );
         for (qp, bytes) in self.qps.iter().zip(endpoints) {
-            let remote = QpEndpoint::from_bytes(bytes)?;
+            let mut remote = QpEndpoint::from_bytes(bytes)?;
+            if let (Some(via), PeerAddr::Udp { paths }) = (self.via, &mut remote.addr) {
+                paths.iter_mut().for_each(|p| *p = via);
+            }
             qp.connect(&remote).context("connect a queue pair")?;
         }
         Ok(())
@@ -289,7 +297,10 @@ impl SlottedSide for Side {
             .fold(Counters::default(), |c, s| Counters {
                 retx_packets: c.retx_packets + s.retx_packets,
                 ood_max: c.ood_max.max(s.ood_max),
+                ood_p99: c.ood_p99.max(s.ood_p99),
+                ood_sum: c.ood_sum + s.ood_avg * s.data_packets_received as f64,
                 data_packets_received: c.data_packets_received + s.data_packets_received,
+                reorder_buffer_drops: c.reorder_buffer_drops + s.dropped_buffer_full,
             })
     }
 
@@ -308,9 +319,10 @@ fn open(
     h: &Hello,
     side: u64,
     rdma: Option<&RdmaDevice>,
+    net: NetArgs,
 ) -> anyhow::Result<Context> {
     match h.backend {
-        Backend::Udp => open_udp(ctrl, h, side),
+        Backend::Udp => open_udp(ctrl, h, side, net),
         Backend::Verbs => {
             let dev = rdma.context(
                 "this server has no RDMA device: start it with `rondo perf server --backend verbs --device NAME --gid-index N`",
@@ -384,10 +396,10 @@ fn fault_seed(h: &Hello, side: u64) -> u64 {
 /// Opens a context for a run over UDP: one socket per path on the interface that
 /// reaches the peer, the reorder buffer, line rate and fault injection of the run
 /// (`side` keeps the two ends' injected faults apart).
-fn open_udp(ctrl: &Control, h: &Hello, side: u64) -> anyhow::Result<Context> {
+fn open_udp(ctrl: &Control, h: &Hello, side: u64, net: NetArgs) -> anyhow::Result<Context> {
     let mut udp = UdpAttr::default();
     udp.udp.local_ip = ctrl.local()?.ip();
-    udp.udp.base_port = 0;
+    udp.udp.base_port = net.udp_port;
     udp.udp.paths = h.paths as u16;
     udp.udp.max_datagram = udp.udp.max_datagram.max(h.mtu as usize);
     if h.line_gbps > 0.0 {
@@ -397,7 +409,10 @@ fn open_udp(ctrl: &Control, h: &Hello, side: u64) -> anyhow::Result<Context> {
     udp.progress_thread = h.progress_thread || (side == SERVER && !server_polls(h));
     udp.reorder = h.reorder;
     udp.fault_seed = fault_seed(h, side);
-    Context::open_udp(context_attr(h), udp).context("open a Rondo UDP context")
+    Context::open_udp(context_attr(h), udp).with_context(|| match net.udp_port {
+        0 => "open a Rondo UDP context".to_string(),
+        p => format!("open a Rondo UDP context on ports {p}.. (--udp-port; in use?)"),
+    })
 }
 
 /// Context attributes of a run: reorder buffer slots as large as the run's datagrams.
@@ -420,13 +435,14 @@ pub fn client(
     mut hello: Hello,
     progress: &mut Progress,
     rdma: Option<&RdmaDevice>,
+    net: NetArgs,
 ) -> anyhow::Result<Outcome> {
-    let ctx = open(ctrl, &hello, CLIENT, rdma)?;
+    let ctx = open(ctrl, &hello, CLIENT, rdma, net)?;
     // On an RDMA port with a smaller MTU, datagrams are that large (as perftest's -m).
     if let Some(limit) = datagram_limit(&ctx) {
         hello.mtu = hello.mtu.min(limit);
     }
-    client_on(&ctx, ctrl, hello, progress)
+    client_on(&ctx, ctrl, hello, progress, net)
 }
 
 /// The client's part of a run on an opened context.
@@ -435,13 +451,14 @@ fn client_on(
     ctrl: &mut Control,
     hello: Hello,
     progress: &mut Progress,
+    net: NetArgs,
 ) -> anyhow::Result<Outcome> {
-    slotted::client_on(Side::new(ctx, &hello)?, ctrl, hello, progress)
+    slotted::client_on(Side::new(ctx, &hello, net)?, ctrl, hello, progress)
 }
 
 /// The server's part of a run on an opened context.
-fn server_on(ctx: &Context, ctrl: &mut Control, h: &Hello) -> anyhow::Result<Report> {
-    slotted::server_on(Side::new(ctx, h), ctrl, h)
+fn server_on(ctx: &Context, ctrl: &mut Control, h: &Hello, net: NetArgs) -> anyhow::Result<Report> {
+    slotted::server_on(Side::new(ctx, h, net), ctrl, h)
 }
 
 /// Server side of a Rondo run.
@@ -449,8 +466,9 @@ pub fn server(
     ctrl: &mut Control,
     hello: &Hello,
     rdma: Option<&RdmaDevice>,
+    net: NetArgs,
 ) -> anyhow::Result<Report> {
-    let ctx = match open(ctrl, hello, SERVER, rdma) {
+    let ctx = match open(ctrl, hello, SERVER, rdma, net) {
         Ok(c) => c,
         Err(e) => {
             let _ = ctrl.send(&Message::Reject {
@@ -459,5 +477,5 @@ pub fn server(
             return Err(e);
         }
     };
-    server_on(&ctx, ctrl, hello)
+    server_on(&ctx, ctrl, hello, net)
 }

@@ -38,8 +38,17 @@ fn run_with(
     checks::over_loopback(
         h,
         tamper,
-        move |ctrl, h| server_on(&server_ctx, ctrl, h).unwrap(),
-        |ctrl, h| client_on(&client_ctx, ctrl, h, &mut Progress::new(false)).unwrap(),
+        move |ctrl, h| server_on(&server_ctx, ctrl, h, NetArgs::default()).unwrap(),
+        |ctrl, h| {
+            client_on(
+                &client_ctx,
+                ctrl,
+                h,
+                &mut Progress::new(false),
+                NetArgs::default(),
+            )
+            .unwrap()
+        },
     )
 }
 
