@@ -12,8 +12,8 @@
 
 use criterion::{BatchSize, Criterion, Throughput};
 use rondo_proto::{BufferConfig, FlowConfig, Instant};
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 /// Message size.
 const BYTES: usize = 4 << 20;

@@ -1,4 +1,7 @@
-//! Rondo's discrete-event packet-level simulator.
+//! Rondo's discrete-event packet-level simulator, and the one network model of the
+//! workspace: [`Simulator`] runs topologies of switches and flows, [`pair`] puts
+//! any set of [`rondo_proto::Host`]s on the same links (the two-host [`Testbed`] of
+//! the engine tests and `rondo demo`, the verbs API's in-process fabric).
 //!
 //! Every host runs a real [`rondo_proto::Endpoint`] (one per host, its shared reorder
 //! buffer being the NIC's), driven through the [`rondo_proto::Host`] trait exactly as
@@ -44,6 +47,7 @@
 mod config;
 mod error;
 mod net;
+pub mod pair;
 pub mod scenario;
 mod sim;
 mod topology;
@@ -51,6 +55,7 @@ mod trace;
 
 pub use config::{EcnConfig, PfcConfig, SimConfig, SwitchConfig};
 pub use error::SimError;
+pub use pair::Testbed;
 pub use sim::metrics::{Drops, Metrics, RetxMetrics};
 pub use sim::{
     Delivery, FlowResult, FlowSpec, LinkChange, LinkId, LinkStats, Progress, RunEnd, Simulator,

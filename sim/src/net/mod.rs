@@ -78,6 +78,14 @@ impl Slab {
         &mut self.data[start..start + self.mtu]
     }
 
+    /// A new slot holding a copy of the first `len` bytes of slot `from`.
+    pub fn copy(&mut self, from: u32, len: usize) -> u32 {
+        let to = self.alloc();
+        let (src, dst) = (from as usize * self.mtu, to as usize * self.mtu);
+        self.data.copy_within(src..src + len.min(self.mtu), dst);
+        to
+    }
+
     /// Packets allocated and not freed.
     pub fn in_use(&self) -> usize {
         self.slots as usize - self.free.len()

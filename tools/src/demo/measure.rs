@@ -3,8 +3,8 @@
 use anyhow::{bail, ensure, Context};
 use rondo_proto::wire::DATA_HEADER_LEN;
 use rondo_proto::{BufferConfig, Duration, Event, FlowConfig, Histogram, Instant};
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 use serde::Serialize;
 
 /// What one run is asked to do.

@@ -14,7 +14,7 @@ use crate::table::Table;
 use anyhow::{ensure, Context};
 use measure::{ideal_gbps, measure, Measurement, Run};
 use rondo_proto::Duration;
-use rondo_ud::mem::PathSpec;
+use rondo_sim::pair::PathSpec;
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -8,8 +8,8 @@
 use rondo_proto::{
     BufferConfig, ConnectionError, Duration, Event, FlowConfig, Instant, PostError, SharedBuffer,
 };
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 /// Four 10 Gbps paths (40 Gbps together), one-way delays 3 to 6 us.
 fn four_paths() -> Vec<PathSpec> {
