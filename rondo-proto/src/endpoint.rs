@@ -14,6 +14,8 @@ use crate::wire::{self, WireError};
 use std::collections::HashMap;
 use thiserror::Error;
 
+mod tap;
+
 /// Handle of a connection inside its endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConnectionHandle(pub usize);
@@ -65,6 +67,8 @@ pub struct Endpoint {
     by_flow: HashMap<u32, usize>,
     next_poll: usize,
     stats: EndpointStats,
+    /// The measurement tap ([`crate::tap::MetricsTap`]), off until asked for.
+    tap: crate::tap::TapLog,
 }
 
 impl Endpoint {
@@ -78,6 +82,7 @@ impl Endpoint {
             by_flow: HashMap::new(),
             next_poll: 0,
             stats: EndpointStats::default(),
+            tap: crate::tap::TapLog::default(),
         }
     }
 
@@ -246,6 +251,9 @@ impl Endpoint {
 
 impl Host for Endpoint {
     fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
+        if self.tap.is_on() {
+            return self.receive_tapped(now, path, data, ecn_ce);
+        }
         let _ = self.receive(now, path, data, ecn_ce);
     }
 
@@ -263,6 +271,7 @@ impl Host for Endpoint {
             let i = (self.next_poll + k) % n;
             if let Some(t) = self.conns[i].poll_transmit(now, buf) {
                 self.next_poll = (i + 1) % n;
+                self.tap_transmit(t.flow, &buf[..t.len]);
                 return Some(t);
             }
         }
@@ -283,6 +292,7 @@ impl Host for Endpoint {
             let i = (self.next_poll + k) % n;
             if let Some((t, at)) = self.conns[i].poll_transmit_split(now, buf) {
                 self.next_poll = (i + 1) % n;
+                self.tap_transmit(t.flow, &buf[..t.len]);
                 let r = at.map(|(key, offset, len)| PayloadRef {
                     source: i as u32,
                     key,

@@ -32,6 +32,7 @@ pub mod scheduler;
 pub mod select;
 mod sender;
 pub mod stats;
+pub mod tap;
 pub mod time;
 pub mod transmit;
 pub mod transport;
