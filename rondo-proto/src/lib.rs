@@ -21,6 +21,7 @@ pub mod config;
 pub mod connection;
 pub mod endpoint;
 pub mod event;
+pub mod fault;
 pub mod message;
 pub mod path;
 pub mod placement;

@@ -59,12 +59,18 @@ fn the_tap_reports_what_the_engine_counts() {
     }
     let s = *tb.sender().sender_stats();
     let r = tb.receiver().receiver_stats().clone();
-    assert_eq!(sent, s.data_packets_sent, "every data packet written is reported");
+    assert_eq!(
+        sent, s.data_packets_sent,
+        "every data packet written is reported"
+    );
     assert!(retx > 0, "1% loss makes retransmissions");
     assert_eq!(retx, s.retransmissions);
     assert_eq!(delivered, r.bytes_delivered);
     assert_eq!(delivered, 2 << 20);
-    assert!(arrivals as f64 >= 0.95 * sent as f64, "{arrivals} arrivals of {sent}");
+    assert!(
+        arrivals as f64 >= 0.95 * sent as f64,
+        "{arrivals} arrivals of {sent}"
+    );
     assert!(max_ood > 0, "jitter reorders");
     let c = tb.pair.net.host(a).tap_counters();
     assert_eq!(c.spurious_retransmissions, s.spurious_retransmissions);

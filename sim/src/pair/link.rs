@@ -2,9 +2,11 @@
 //! (three strict-priority FIFO classes, a serialiser and an in-order wire, the
 //! same [`Port`] as every link of the [`Simulator`](crate::Simulator)) with
 //! per-class tail-drop limits, ECN marking and the per-packet faults applied as a
-//! packet leaves the wire (loss, duplication, jitter).
+//! packet leaves the wire (loss, duplication, jitter), decided by the one fault
+//! injector of the workspace ([`rondo_proto::fault::Faults`]).
 
 use crate::net::port::Port;
+use rondo_proto::fault::{FaultConfig, Faults, Verdict};
 use rondo_proto::rng::Rng;
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::transmit::Priority;
@@ -188,8 +190,9 @@ pub(super) struct Link {
     /// The packet being serialised: its class and bytes.
     pub serving: Option<(usize, usize)>,
     stats: LinkStats,
-    /// Private stream, so faults on one link do not shift another's randomness.
-    rng: Rng,
+    /// Faults with a private stream, so faults on one link do not shift another's
+    /// randomness.
+    faults: Faults,
     trace: Option<Vec<QueueSample>>,
 }
 
@@ -206,7 +209,7 @@ impl Link {
             port,
             serving: None,
             stats: LinkStats::default(),
-            rng,
+            faults: Faults::with_rng(FaultConfig::default(), rng),
             trace: None,
         }
     }
@@ -289,31 +292,36 @@ impl Link {
         self.sample(now);
     }
 
-    /// Draws the fate of a packet of `class` leaving the wire: loss, then
-    /// duplication, then jitter.
-    pub fn fate(&mut self, class: usize) -> Fate {
-        if self.rng.chance(self.cfg.loss) {
-            self.stats.classes[class].lost += 1;
-            return Fate {
-                lost: true,
-                copy: false,
-                jitter: Duration::ZERO,
-            };
-        }
-        let copy = self.rng.chance(self.cfg.duplicate);
-        if copy {
-            self.stats.classes[class].duplicated += 1;
-        }
-        let j = self.cfg.jitter.as_ps();
-        let jitter = if j > 0 {
-            Duration::from_ps(self.rng.gen_range(0..j))
-        } else {
-            Duration::ZERO
-        };
-        Fate {
-            lost: false,
-            copy,
-            jitter,
+    /// Draws the fate of a packet of `class` and `len` bytes leaving the wire at
+    /// `now`: loss, then duplication, then jitter.
+    pub fn fate(&mut self, now: Instant, class: usize, len: usize) -> Fate {
+        self.faults.set_config(FaultConfig {
+            loss: self.cfg.loss,
+            duplicate: self.cfg.duplicate,
+            jitter: self.cfg.jitter,
+            ..FaultConfig::default()
+        });
+        match self.faults.judge(now, 0, len) {
+            Verdict::Drop(_) => {
+                self.stats.classes[class].lost += 1;
+                Fate {
+                    lost: true,
+                    copy: false,
+                    jitter: Duration::ZERO,
+                }
+            }
+            Verdict::Pass {
+                duplicate, delay, ..
+            } => {
+                if duplicate {
+                    self.stats.classes[class].duplicated += 1;
+                }
+                Fate {
+                    lost: false,
+                    copy: duplicate,
+                    jitter: delay,
+                }
+            }
         }
     }
 

@@ -478,7 +478,7 @@ impl<H: Host> Network<H> {
             match link.port.wire.front() {
                 Some(&(t, pkt)) if t <= now => {
                     link.port.wire.pop_front();
-                    let fate = link.fate(usize::from(pkt.class));
+                    let fate = link.fate(now, usize::from(pkt.class), usize::from(pkt.len));
                     if fate.lost {
                         self.slab.free(pkt.slot);
                         continue;
