@@ -5,7 +5,9 @@
 //!
 //! Every host runs a real [`rondo_proto::Endpoint`] (one per host, its shared reorder
 //! buffer being the NIC's), driven through the [`rondo_proto::Host`] trait exactly as
-//! the datagram backends drive it: the simulator only moves bytes and time.
+//! the datagram backends drive it: the simulator only moves bytes and time, and
+//! measures through the engine's tap ([`rondo_proto::tap`]: NIC-level OOD and RBO,
+//! new data, in-order delivery, retransmissions), never by reading its state.
 //!
 //! - Time is integer picoseconds ([`rondo_proto::time::Instant`]). Events sit in a
 //!   radix heap keyed by (time, sequence), so ties run in the order they were

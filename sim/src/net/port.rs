@@ -49,8 +49,8 @@ impl<T> Fifo<T> {
 
 /// Serialisation and propagation state plus queue statistics of one link. `M` is
 /// the packet descriptor that travels through its queues and wire: [`Meta`] in the
-/// [`Simulator`](crate::Simulator), the route-following descriptor of
-/// [`crate::pair::Network`] there.
+/// [`Simulator`](crate::Simulator), a route-following one in
+/// [`crate::pair::Network`].
 pub(crate) struct Port<M = Meta> {
     pub to: u32,
     /// Switch index owning the queue, or `fabric::NONE` for a host NIC.
@@ -159,7 +159,8 @@ impl<M: Copy> Port<M> {
     /// the packet goes on the wire, arriving at the far end at the new `wire_tail`
     /// (never before a packet already on the wire). The caller checked that the
     /// serialiser is free (`busy_until <= now`) and the link up with a rate, and
-    /// schedules the events. Returns its class, the packet and its length.
+    /// schedules the events. Returns its class and the packet; `len_of` gives a
+    /// packet's bytes.
     pub fn serialise_next(
         &mut self,
         now: Instant,

@@ -265,18 +265,16 @@ impl Link {
     }
 
     /// If the serialiser is free, the rate non-zero and a packet waiting, starts
-    /// serialising the head of the highest non-empty class. Returns when it will
-    /// have been serialised, and whether the wire needs an arrival event (at
-    /// `port.wire_tail`).
-    pub fn start(&mut self, now: Instant) -> Option<(Instant, bool)> {
+    /// serialising the head of the highest non-empty class (it goes on the wire at
+    /// once, arriving at `port.wire_tail`). Returns when it will have been
+    /// serialised.
+    pub fn start(&mut self, now: Instant) -> Option<Instant> {
         if self.serving.is_some() || self.port.bps == 0 {
             return None;
         }
         let (class, pkt) = self.port.serialise_next(now, Pkt::bytes)?;
         self.serving = Some((class, usize::from(pkt.len)));
-        let schedule_wire = !self.port.wire_pending;
-        self.port.wire_pending = true;
-        Some((self.port.busy_until, schedule_wire))
+        Some(self.port.busy_until)
     }
 
     /// The packet being serialised has been serialised.

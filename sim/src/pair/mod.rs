@@ -79,7 +79,8 @@ enum Ev {
     Timer { host: u32, gen: u64 },
     /// A link finished serialising its packet.
     TxDone(u32),
-    /// The head packet of a link's wire reached the far end.
+    /// The head packet of a link's wire reached the far end (one event per
+    /// packet, scheduled when it finished serialising).
     Arrive(u32),
     /// A jittered packet (index into the late list) reaches the far end.
     Late(u32),
@@ -436,9 +437,12 @@ impl<H: Host> Network<H> {
                 let link = &mut self.links[l as usize];
                 link.port.tx_pending = false;
                 link.finish(now);
+                // The packet just serialised is the last one on the wire.
+                let at = link.port.wire_tail;
+                self.agenda.push(at, Ev::Arrive(l));
                 self.try_start(l);
             }
-            Ev::Arrive(l) => self.wire_arrivals(l),
+            Ev::Arrive(l) => self.wire_arrival(l),
             Ev::Late(i) => {
                 if let Some(pkt) = self.late[i as usize].take() {
                     self.late_free.push(i);
@@ -458,49 +462,35 @@ impl<H: Host> Network<H> {
         if link.port.tx_pending {
             return;
         }
-        if let Some((done, schedule_wire)) = link.start(self.now) {
+        if let Some(done) = link.start(self.now) {
             link.port.tx_pending = true;
-            let arrival = link.port.wire_tail;
-            if schedule_wire {
-                self.agenda.push(arrival, Ev::Arrive(l));
-            }
             self.agenda.push(done, Ev::TxDone(l));
         }
     }
 
-    /// Everything at the head of link `l`'s wire that has arrived by now: each
-    /// packet meets its fate, then goes on.
-    fn wire_arrivals(&mut self, l: u32) {
+    /// The head packet of link `l`'s wire has arrived: it meets its fate, then
+    /// goes on. (Arrival times on a wire never decrease and each packet's event
+    /// was scheduled in wire order, so the head is the packet due.)
+    fn wire_arrival(&mut self, l: u32) {
         let now = self.now;
-        self.links[l as usize].port.wire_pending = false;
-        loop {
-            let link = &mut self.links[l as usize];
-            match link.port.wire.front() {
-                Some(&(t, pkt)) if t <= now => {
-                    link.port.wire.pop_front();
-                    let fate = link.fate(now, usize::from(pkt.class), usize::from(pkt.len));
-                    if fate.lost {
-                        self.slab.free(pkt.slot);
-                        continue;
-                    }
-                    let copy = fate.copy.then(|| Pkt {
-                        slot: self.slab.copy(pkt.slot, usize::from(pkt.len)),
-                        ..pkt
-                    });
-                    for p in std::iter::once(pkt).chain(copy) {
-                        if fate.jitter == Duration::ZERO {
-                            self.onward(p);
-                        } else {
-                            self.hold(now + fate.jitter, p);
-                        }
-                    }
-                }
-                Some(&(t, _)) => {
-                    link.port.wire_pending = true;
-                    self.agenda.push(t, Ev::Arrive(l));
-                    return;
-                }
-                None => return,
+        let link = &mut self.links[l as usize];
+        let Some((_, pkt)) = link.port.wire.pop_front() else {
+            return;
+        };
+        let fate = link.fate(now, usize::from(pkt.class), usize::from(pkt.len));
+        if fate.lost {
+            self.slab.free(pkt.slot);
+            return;
+        }
+        let copy = fate.copy.then(|| Pkt {
+            slot: self.slab.copy(pkt.slot, usize::from(pkt.len)),
+            ..pkt
+        });
+        for p in std::iter::once(pkt).chain(copy) {
+            if fate.jitter == Duration::ZERO {
+                self.onward(p);
+            } else {
+                self.hold(now + fate.jitter, p);
             }
         }
     }
