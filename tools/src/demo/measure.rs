@@ -1,4 +1,4 @@
-//! One demo run: a single long message over the in-memory testbed, measured.
+//! One demo run: a single long message over the simulator's two-host testbed, measured.
 
 use anyhow::{bail, ensure, Context};
 use rondo_proto::wire::DATA_HEADER_LEN;
