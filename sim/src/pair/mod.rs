@@ -556,18 +556,21 @@ impl<H: Host> Network<H> {
             self.enqueue(first, pkt);
         }
         let slot = &mut self.hosts[host];
-        let timer = slot.host.poll_timeout().map(|t| {
-            if t <= now && slot.spin.0 == now && slot.spin.1 >= MAX_TIMEOUTS_AT_ONE_INSTANT {
-                self.stuck_timers += 1;
-                now + Duration::from_ns(1)
-            } else {
-                t.max(now)
-            }
-        });
+        // Compared as the host reported it, so a timeout already due that the host
+        // keeps reporting is scheduled once, not at every service.
+        let timer = slot.host.poll_timeout();
         if timer != slot.timer {
             slot.gen += 1;
             slot.timer = timer;
-            if let Some(at) = timer {
+            if let Some(t) = timer {
+                let at =
+                    if t <= now && slot.spin.0 == now && slot.spin.1 >= MAX_TIMEOUTS_AT_ONE_INSTANT
+                    {
+                        self.stuck_timers += 1;
+                        now + Duration::from_ns(1)
+                    } else {
+                        t.max(now)
+                    };
                 let gen = slot.gen;
                 self.agenda.push(
                     at,
