@@ -1,6 +1,6 @@
-//! Sender plus receiver cost per packet: one 4 MB message over the in-memory
+//! Sender plus receiver cost per packet: one 4 MB message over the simulator's two-host
 //! four-path testbed (25/20/15/10 Gbps, 10/5/5/5 us, 100 Gbps hosts), timed from
-//! `post` to the sender's completion. The time includes the in-memory network's
+//! `post` to the sender's completion. The time includes the network's (`rondo_sim::pair`)
 //! event loop (links, queues, event heap), so it is an upper bound on the engine's
 //! own cost. Criterion reports packets/s (data packets of a full payload; ACKs,
 //! probes and retransmissions are not counted).
@@ -12,8 +12,8 @@
 
 use criterion::{BatchSize, Criterion, Throughput};
 use rondo_proto::{BufferConfig, FlowConfig, Instant};
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 /// Message size.
 const BYTES: usize = 4 << 20;

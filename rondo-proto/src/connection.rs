@@ -174,6 +174,7 @@ impl Connection {
             self.sender.core.stats.short_buffers += 1;
             return None;
         }
+        self.sender.core.last_data = None;
         let t = match self.receiver.poll_feedback(tx) {
             Some(t) => t,
             None => self.sender.poll_transmit(now, tx, self.remote_flow)?,
@@ -182,6 +183,13 @@ impl Connection {
             flow: self.local_flow,
             ..t
         })
+    }
+
+    /// The PSN and retransmission flag of the DATA packet the last
+    /// [`Connection::poll_transmit`] wrote, if it wrote one (for the measurement
+    /// tap: no header needs parsing).
+    pub(crate) fn last_data_sent(&self) -> Option<(u32, bool)> {
+        self.sender.core.last_data
     }
 
     /// Payload bytes left in place by [`Connection::poll_transmit`].

@@ -22,6 +22,8 @@ use schedule::Schedule;
 use std::collections::HashMap;
 use thiserror::Error;
 
+mod tap;
+
 /// Handle of a connection inside its endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ConnectionHandle(pub usize);
@@ -121,6 +123,10 @@ pub struct Endpoint {
     dirty: Vec<usize>,
     /// Scratch: the due connections of one `handle_timeout`.
     due: Vec<usize>,
+    /// The measurement tap ([`crate::tap::MetricsTap`]), off until asked for.
+    tap: crate::tap::TapLog,
+    /// Spurious retransmissions of the connections closed so far (for the tap).
+    closed_spurious: u64,
 }
 
 impl Endpoint {
@@ -137,6 +143,8 @@ impl Endpoint {
             schedule: Schedule::default(),
             dirty: Vec::new(),
             due: Vec::new(),
+            tap: crate::tap::TapLog::default(),
+            closed_spurious: 0,
         }
     }
 
@@ -217,6 +225,7 @@ impl Endpoint {
             return None;
         };
         let (closed, summary) = conn.close(&mut self.buffer);
+        self.closed_spurious += summary.sender.spurious_retransmissions;
         self.conns[h.0] = Slot::Closed(closed);
         self.touch(h.0);
         Some(summary)
@@ -454,6 +463,9 @@ impl Endpoint {
 
 impl Host for Endpoint {
     fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
+        if self.tap.is_on() {
+            return self.receive_tapped(now, path, data, ecn_ce);
+        }
         let _ = self.receive(now, path, data, ecn_ce);
     }
 
@@ -476,9 +488,14 @@ impl Host for Endpoint {
         now: Instant,
         tx: &mut B,
     ) -> Option<Transmit> {
-        self.poll_ready(now, |slot, i| {
+        let mut data = None;
+        let t = self.poll_ready(now, |slot, i| {
             let mut t = match slot {
-                Slot::Open(c) => c.poll_transmit(now, tx)?,
+                Slot::Open(c) => {
+                    let t = c.poll_transmit(now, tx)?;
+                    data = c.last_data_sent();
+                    t
+                }
                 Slot::Closed(c) => c.poll_transmit(tx)?,
                 Slot::Vacant => return None,
             };
@@ -486,7 +503,11 @@ impl Host for Endpoint {
                 p.source = i as u32;
             }
             Some(t)
-        })
+        })?;
+        if let Some((psn, retransmission)) = data {
+            self.tap_data_sent(t.flow, psn, retransmission);
+        }
+        Some(t)
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

@@ -1,79 +1,125 @@
 //! Fault injection as middleware (STYLE.md, smoltcp's `FaultInjector`): a [`Host`]
-//! wrapper that sits between any datapath and the host it drives, and drops,
-//! duplicates or reorders the datagrams handed to the host, from a seeded RNG.
+//! wrapper that sits between any datapath and the host it drives, in both
+//! directions. What to do with each datagram is decided by the transport-agnostic
+//! core, [`rondo_proto::fault::Faults`] (drop, duplicate, corrupt, delay,
+//! reorder, rate-limit, black-hole one path, from a seeded RNG); this wrapper
+//! applies the verdicts to the datagrams handed to the host (receive side) and,
+//! when asked ([`FaultInjector::with_transmit`]), to those the host sends.
 //!
 //! ```
 //! use rondo_ud::fault::{FaultConfig, FaultInjector};
 //! use rondo_proto::{Endpoint, BufferConfig, SharedBuffer};
 //!
 //! let ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
-//! let mut faulty = FaultInjector::new(ep, FaultConfig { loss: 0.01, reorder: 0.05, ..FaultConfig::default() }, 7);
+//! let mut faulty = FaultInjector::new(ep, FaultConfig { loss: 0.01, reorder: 0.05, ..FaultConfig::default() }, 7)
+//!     .with_transmit(FaultConfig { black_hole_path: Some(3), ..FaultConfig::default() }, 8);
 //! // drive `faulty` instead of the endpoint; `faulty.inner()` is the endpoint.
 //! assert_eq!(faulty.stats().dropped, 0);
+//! assert_eq!(faulty.transmit_stats().black_holed, 0);
 //! ```
 
-use rondo_proto::rng::Rng;
+pub use rondo_proto::fault::{DropCause, FaultConfig, FaultStats, Faults, Verdict};
+
+use rondo_proto::fault::corrupt;
 use rondo_proto::time::Instant;
 use rondo_proto::transmit::{Host, PayloadRef, Transmit, TxBuffer};
 
-/// What to inject, per received datagram.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct FaultConfig {
-    /// Probability that a datagram is dropped.
-    pub loss: f64,
-    /// Probability that a datagram is delivered twice.
-    pub duplicate: f64,
-    /// Probability that a datagram is held back and delivered after
-    /// 1 to `reorder_depth` later datagrams.
-    pub reorder: f64,
-    /// Most later datagrams that overtake a held one (at least 1 is used).
-    pub reorder_depth: u32,
-}
-
-/// Counters of injected faults.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FaultStats {
-    /// Datagrams dropped.
-    pub dropped: u64,
-    /// Datagrams delivered twice.
-    pub duplicated: u64,
-    /// Datagrams held back and delivered late.
-    pub reordered: u64,
-}
-
+/// A datagram the wrapper keeps for later.
 #[derive(Debug)]
 struct Held {
-    /// Deliver after this many more datagrams.
+    /// Due at this time (delay) ...
+    at: Instant,
+    /// ... and after this many more datagrams in its direction (reorder).
     after: u32,
     path: u16,
+    /// Receive side: the ECN mark. Transmit side: unused.
     ecn_ce: bool,
+    /// Transmit side: the descriptor to hand out again.
+    transmit: Option<Transmit>,
     data: Vec<u8>,
 }
 
-/// A [`Host`] that injects receive-side faults before the wrapped host.
+/// Held datagrams of one direction, with buffers reused so that the steady state
+/// does not allocate.
+#[derive(Debug, Default)]
+struct Holding {
+    held: Vec<Held>,
+    spare: Vec<Vec<u8>>,
+}
+
+impl Holding {
+    fn keep(&mut self, held: Held) {
+        self.held.push(held);
+    }
+
+    fn buffer(&mut self, data: &[u8]) -> Vec<u8> {
+        let mut buf = self.spare.pop().unwrap_or_default();
+        buf.clear();
+        buf.extend_from_slice(data);
+        buf
+    }
+
+    /// One datagram went by: every count-based hold moves one step.
+    fn tick(&mut self) {
+        for h in &mut self.held {
+            h.after = h.after.saturating_sub(1);
+        }
+    }
+
+    /// The index of a held datagram due at `now`, if any (the earliest first).
+    fn due(&self, now: Instant) -> Option<usize> {
+        self.held
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| h.after == 0 && h.at <= now)
+            .min_by_key(|(_, h)| h.at)
+            .map(|(i, _)| i)
+    }
+
+    /// When the next time-held datagram becomes due (count-held ones wait for
+    /// traffic, not for time).
+    fn next_time(&self) -> Option<Instant> {
+        self.held
+            .iter()
+            .filter(|h| h.after == 0)
+            .map(|h| h.at)
+            .min()
+    }
+}
+
+/// A [`Host`] that injects faults into what a datapath hands it and, optionally,
+/// into what it sends.
 #[derive(Debug)]
 pub struct FaultInjector<H> {
     inner: H,
-    cfg: FaultConfig,
-    rng: Rng,
-    held: Vec<Held>,
-    /// Buffers of delivered held datagrams, reused so that the steady state does not
-    /// allocate.
-    spare: Vec<Vec<u8>>,
-    stats: FaultStats,
+    rx: Faults,
+    tx: Option<Faults>,
+    rx_held: Holding,
+    tx_held: Holding,
+    /// Where the host writes a datagram the transmit side judges before it goes
+    /// into the datapath's buffer.
+    scratch: Vec<u8>,
 }
 
 impl<H: Host> FaultInjector<H> {
-    /// Wraps `inner`; the same `seed` gives the same faults for the same arrivals.
+    /// Wraps `inner`, injecting `cfg` into the datagrams it receives; the same
+    /// `seed` gives the same faults for the same arrivals.
     pub fn new(inner: H, cfg: FaultConfig, seed: u64) -> FaultInjector<H> {
         FaultInjector {
             inner,
-            cfg,
-            rng: Rng::new(seed),
-            held: Vec::new(),
-            spare: Vec::new(),
-            stats: FaultStats::default(),
+            rx: Faults::new(cfg, seed),
+            tx: None,
+            rx_held: Holding::default(),
+            tx_held: Holding::default(),
+            scratch: Vec::new(),
         }
+    }
+
+    /// Also injects `cfg` into the datagrams the host sends (seeded by `seed`).
+    /// A transmit-side wrapper sends whole datagrams (no payload by reference).
+    pub fn with_transmit(mut self, cfg: FaultConfig, seed: u64) -> FaultInjector<H> {
+        self.tx = Some(Faults::new(cfg, seed));
+        self
     }
 
     /// The wrapped host.
@@ -86,74 +132,105 @@ impl<H: Host> FaultInjector<H> {
         &mut self.inner
     }
 
-    /// Faults injected so far.
+    /// Receive-side faults injected so far.
     pub fn stats(&self) -> FaultStats {
-        self.stats
+        self.rx.stats()
     }
 
-    /// Changes what is injected from now on.
+    /// Transmit-side faults injected so far (zero without [`Self::with_transmit`]).
+    pub fn transmit_stats(&self) -> FaultStats {
+        self.tx.as_ref().map(Faults::stats).unwrap_or_default()
+    }
+
+    /// Changes what is injected on receive from now on.
     pub fn set_config(&mut self, cfg: FaultConfig) {
-        self.cfg = cfg;
+        self.rx.set_config(cfg);
     }
 
-    /// Delivers every held datagram now.
+    /// Changes what is injected on transmit from now on (starting transmit-side
+    /// injection, seeded by `seed`, if it was off).
+    pub fn set_transmit_config(&mut self, cfg: FaultConfig, seed: u64) {
+        match &mut self.tx {
+            Some(tx) => tx.set_config(cfg),
+            None => self.tx = Some(Faults::new(cfg, seed)),
+        }
+    }
+
+    /// Delivers every held received datagram now (those held for a time first, in
+    /// time order, then those waiting for traffic).
     pub fn release_all(&mut self, now: Instant) {
-        while let Some(h) = self.held.pop() {
+        for h in &mut self.rx_held.held {
+            h.after = 0;
+            h.at = h.at.min(now);
+        }
+        self.deliver_due(now);
+    }
+
+    /// Hands the inner host every held received datagram that is due.
+    fn deliver_due(&mut self, now: Instant) {
+        while let Some(i) = self.rx_held.due(now) {
+            let h = self.rx_held.held.swap_remove(i);
             self.inner.handle_datagram(now, h.path, &h.data, h.ecn_ce);
-            self.spare.push(h.data);
+            self.rx_held.spare.push(h.data);
         }
     }
 
-    fn hold(&mut self, path: u16, data: &[u8], ecn_ce: bool) {
-        let mut buf = self.spare.pop().unwrap_or_default();
-        buf.clear();
-        buf.extend_from_slice(data);
-        let depth = u64::from(self.cfg.reorder_depth.max(1));
-        let after = 1 + self.rng.gen_range(0..depth) as u32;
-        self.held.push(Held {
-            after,
-            path,
-            ecn_ce,
-            data: buf,
-        });
-        self.stats.reordered += 1;
-    }
-
-    /// Counts one delivered datagram against the held ones and delivers those due.
-    fn tick(&mut self, now: Instant) {
-        let mut i = 0;
-        while i < self.held.len() {
-            self.held[i].after -= 1;
-            if self.held[i].after == 0 {
-                let h = self.held.swap_remove(i);
-                self.inner.handle_datagram(now, h.path, &h.data, h.ecn_ce);
-                self.spare.push(h.data);
-            } else {
-                i += 1;
-            }
+    /// A transmit-side held datagram that is due, written into `buf`.
+    fn send_due<B: TxBuffer + ?Sized>(&mut self, now: Instant, tx: &mut B) -> Option<Transmit> {
+        let i = self.tx_held.due(now)?;
+        let h = &self.tx_held.held[i];
+        if h.data.len() > tx.capacity() {
+            return None;
         }
+        let h = self.tx_held.held.swap_remove(i);
+        let t = h.transmit;
+        if let Some(t) = &t {
+            tx.take(t.path, t.priority, h.data.len())
+                .copy_from_slice(&h.data);
+        }
+        self.tx_held.spare.push(h.data);
+        t
     }
 }
 
 impl<H: Host> Host for FaultInjector<H> {
     fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
-        if self.rng.chance(self.cfg.loss) {
-            self.stats.dropped += 1;
+        let Verdict::Pass {
+            duplicate,
+            corrupt: flip,
+            delay,
+            hold,
+        } = self.rx.judge(now, path, data.len())
+        else {
             return;
+        };
+        let copies = 1 + usize::from(duplicate);
+        if flip.is_none() && delay == rondo_proto::Duration::ZERO && hold == 0 {
+            for _ in 0..copies {
+                self.inner.handle_datagram(now, path, data, ecn_ce);
+            }
+        } else {
+            for _ in 0..copies {
+                let mut buf = self.rx_held.buffer(data);
+                if let Some(f) = flip {
+                    corrupt(&mut buf, f);
+                }
+                self.rx_held.keep(Held {
+                    at: now + delay,
+                    after: hold,
+                    path,
+                    ecn_ce,
+                    transmit: None,
+                    data: buf,
+                });
+            }
         }
-        if self.rng.chance(self.cfg.reorder) {
-            self.hold(path, data, ecn_ce);
-            return;
-        }
-        self.inner.handle_datagram(now, path, data, ecn_ce);
-        if self.rng.chance(self.cfg.duplicate) {
-            self.stats.duplicated += 1;
-            self.inner.handle_datagram(now, path, data, ecn_ce);
-        }
-        self.tick(now);
+        self.rx_held.tick();
+        self.deliver_due(now);
     }
 
     fn handle_timeout(&mut self, now: Instant) {
+        self.deliver_due(now);
         self.inner.handle_timeout(now);
     }
 
@@ -162,11 +239,73 @@ impl<H: Host> Host for FaultInjector<H> {
         now: Instant,
         tx: &mut B,
     ) -> Option<Transmit> {
-        self.inner.poll_transmit(now, tx)
+        if self.tx.is_none() {
+            return self.inner.poll_transmit(now, tx);
+        }
+        loop {
+            if let Some(t) = self.send_due(now, tx) {
+                return Some(t);
+            }
+            // The wrapper must see (and may keep) the whole datagram: the host
+            // writes it here, never by reference, and it is copied out when it goes.
+            let mut buf = std::mem::take(&mut self.scratch);
+            buf.resize(tx.capacity(), 0);
+            let sent = self.inner.poll_transmit(now, &mut buf[..]);
+            let verdict = match (sent, self.tx.as_mut()) {
+                (Some(t), Some(faults)) => Some((t, faults.judge(now, t.path, t.len))),
+                _ => None,
+            };
+            let Some((t, verdict)) = verdict else {
+                self.scratch = buf;
+                return None;
+            };
+            let Verdict::Pass {
+                duplicate,
+                corrupt: flip,
+                delay,
+                hold,
+            } = verdict
+            else {
+                self.scratch = buf;
+                continue;
+            };
+            if let Some(f) = flip {
+                corrupt(&mut buf[..t.len], f);
+            }
+            self.tx_held.tick();
+            let copies = 1 + usize::from(duplicate);
+            let held = delay > rondo_proto::Duration::ZERO || hold > 0;
+            // Held: every copy waits; duplicated only: the copy goes next.
+            for _ in 0..(if held { copies } else { copies - 1 }) {
+                let data = self.tx_held.buffer(&buf[..t.len]);
+                self.tx_held.keep(Held {
+                    at: now + delay,
+                    after: hold,
+                    path: t.path,
+                    ecn_ce: false,
+                    transmit: Some(t),
+                    data,
+                });
+            }
+            if !held {
+                tx.take(t.path, t.priority, t.len)
+                    .copy_from_slice(&buf[..t.len]);
+                self.scratch = buf;
+                return Some(t);
+            }
+            self.scratch = buf;
+        }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.inner.poll_timeout()
+        [
+            self.inner.poll_timeout(),
+            self.rx_held.next_time(),
+            self.tx_held.next_time(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn payload(&self, r: PayloadRef) -> rondo_proto::message::PayloadBytes<'_> {
@@ -177,22 +316,42 @@ impl<H: Host> Host for FaultInjector<H> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rondo_proto::{Duration, Priority};
 
-    /// Records the first byte of every datagram it gets.
+    /// Records the first byte of every datagram it gets; sends `to_send` datagrams
+    /// of 8 bytes (first byte: their number) on path `number % 4`.
     #[derive(Default)]
-    struct Log(Vec<u8>);
+    struct Log {
+        got: Vec<u8>,
+        to_send: u8,
+        sent: u8,
+    }
 
     impl Host for Log {
         fn handle_datagram(&mut self, _: Instant, _: u16, data: &[u8], _: bool) {
-            self.0.push(data[0]);
+            self.got.push(data[0]);
         }
         fn handle_timeout(&mut self, _: Instant) {}
         fn poll_transmit<B: TxBuffer + ?Sized>(
             &mut self,
             _: Instant,
-            _: &mut B,
+            tx: &mut B,
         ) -> Option<Transmit> {
-            None
+            if self.sent == self.to_send {
+                return None;
+            }
+            let path = u16::from(self.sent % 4);
+            let buf = tx.take(path, Priority::Data, 8);
+            buf.fill(0);
+            buf[0] = self.sent;
+            self.sent += 1;
+            Some(Transmit {
+                path,
+                priority: Priority::Data,
+                len: 8,
+                flow: 0,
+                payload: None,
+            })
         }
         fn poll_timeout(&self) -> Option<Instant> {
             None
@@ -205,7 +364,7 @@ mod tests {
             f.handle_datagram(Instant::ZERO, 0, &[i], false);
         }
         f.release_all(Instant::ZERO);
-        (f.inner().0.clone(), f.stats())
+        (f.inner().got.clone(), f.stats())
     }
 
     #[test]
@@ -234,5 +393,87 @@ mod tests {
         assert_eq!(got.len() as u64, 200 - stats.dropped + stats.duplicated);
         assert!(stats.dropped > 5 && stats.duplicated > 5);
         assert_eq!(run(cfg, 9), (got, stats), "same seed, same faults");
+    }
+
+    #[test]
+    fn delayed_arrivals_wait_for_their_time() {
+        let cfg = FaultConfig {
+            delay: Duration::from_us(10),
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::new(Log::default(), cfg, 1);
+        f.handle_datagram(Instant::ZERO, 0, &[7], false);
+        assert!(f.inner().got.is_empty());
+        assert_eq!(f.poll_timeout(), Some(Instant::from_us(10)));
+        f.handle_timeout(Instant::from_us(9));
+        assert!(f.inner().got.is_empty());
+        f.handle_timeout(Instant::from_us(10));
+        assert_eq!(f.inner().got, [7]);
+        assert_eq!(f.poll_timeout(), None);
+    }
+
+    #[test]
+    fn corrupted_arrivals_differ_in_one_bit() {
+        let cfg = FaultConfig {
+            corrupt: 1.0,
+            ..FaultConfig::default()
+        };
+        let mut f = FaultInjector::new(Log::default(), cfg, 1);
+        for i in 0..50u8 {
+            f.handle_datagram(Instant::ZERO, 0, &[i], false);
+        }
+        let got = &f.inner().got;
+        assert_eq!(got.len(), 50);
+        for (i, &b) in got.iter().enumerate() {
+            assert_eq!((b ^ i as u8).count_ones(), 1, "datagram {i}: {b:#x}");
+        }
+    }
+
+    /// Everything the wrapped `Log` sends through a transmit-side injector of
+    /// `cfg`, polled at 1 us steps until nothing is left.
+    fn sent(cfg: FaultConfig) -> (Vec<(u16, u8)>, FaultStats) {
+        let log = Log {
+            to_send: 100,
+            ..Log::default()
+        };
+        let mut f = FaultInjector::new(log, FaultConfig::default(), 1).with_transmit(cfg, 2);
+        let mut out = Vec::new();
+        let mut buf = [0u8; 64];
+        for us in 0..1000 {
+            let now = Instant::from_us(us);
+            while let Some(t) = f.poll_transmit(now, &mut buf) {
+                assert_eq!(t.len, 8);
+                out.push((t.path, buf[0]));
+            }
+        }
+        (out, f.transmit_stats())
+    }
+
+    #[test]
+    fn transmit_side_black_hole_duplicates_and_delay() {
+        let (out, s) = sent(FaultConfig {
+            black_hole_path: Some(2),
+            ..FaultConfig::default()
+        });
+        assert_eq!(out.len(), 75);
+        assert!(out.iter().all(|&(p, n)| p != 2 && u16::from(n % 4) == p));
+        assert_eq!(s.black_holed, 25);
+
+        let (out, s) = sent(FaultConfig {
+            duplicate: 0.2,
+            ..FaultConfig::default()
+        });
+        assert_eq!(out.len() as u64, 100 + s.duplicated);
+        assert!(s.duplicated > 5);
+
+        let (out, s) = sent(FaultConfig {
+            jitter: Duration::from_us(20),
+            ..FaultConfig::default()
+        });
+        let mut numbers: Vec<u8> = out.iter().map(|&(_, n)| n).collect();
+        assert!(numbers.windows(2).any(|w| w[0] > w[1]), "jitter reorders");
+        numbers.sort_unstable();
+        assert_eq!(numbers, (0..100).collect::<Vec<u8>>());
+        assert!(s.delayed > 90);
     }
 }

@@ -13,7 +13,7 @@ use crate::verbs_backend::{VerbsAttr, VerbsBackend, VerbsContextStats};
 use crate::VerbsError;
 use reorder::BufferConfig;
 use rondo_proto::{Endpoint, Instant, SharedBuffer};
-use rondo_ud::mem::HostId;
+use rondo_sim::pair::HostId;
 use std::sync::Arc;
 
 /// The devices this build can open: `mem`, `udp`, and with the `verbs` feature
@@ -95,6 +95,16 @@ impl Context {
     /// fabric's seed and `attr.seed`.
     pub fn open_mem(fabric: &MemFabric, attr: ContextAttr) -> Result<Context, VerbsError> {
         let ep = endpoint(&attr)?;
+        if attr.max_mtu > fabric.mtu() {
+            return Err(VerbsError::InvalidAttr {
+                name: "max_mtu",
+                reason: format!(
+                    "{} bytes; the fabric carries datagrams of at most {} (FabricConfig::mtu)",
+                    attr.max_mtu,
+                    fabric.mtu()
+                ),
+            });
+        }
         // Distinct streams per context even when two use the same `attr.seed`.
         let index = fabric.host_count() as u64;
         let keys = Keys::seeded(fabric.seed() ^ attr.seed.rotate_left(17) ^ index.rotate_left(41));

@@ -1,5 +1,6 @@
 //! The in-process fabric behind the `mem` backend: every context opened on a
-//! [`MemFabric`] is a host of one deterministic [`Network`], joined to every other
+//! [`MemFabric`] is a host of one deterministic [`Network`] of the simulator
+//! (`rondo_sim::pair`, the simulator's links), joined to every other
 //! (and to itself) by the fabric's parallel paths, each with its own rate, delay,
 //! loss, duplication and jitter (jitter reorders packets).
 //!
@@ -9,7 +10,7 @@
 use crate::host::VerbsHost;
 use crate::VerbsError;
 use rondo_proto::{Host, Instant, Transmit, TxBuffer};
-use rondo_ud::mem::{HostId, LinkId, Network, PathSpec};
+use rondo_sim::pair::{HostId, LinkId, Network, PathSpec, DEFAULT_MTU};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,6 +25,9 @@ pub struct FabricConfig {
     pub host_gbps: f64,
     /// The parallel paths between every two hosts (both directions get the spec).
     pub paths: Vec<PathSpec>,
+    /// Bytes of the largest datagram the fabric carries (default 9216); a context
+    /// opened on it may have a `max_mtu` up to this.
+    pub mtu: usize,
 }
 
 impl FabricConfig {
@@ -33,6 +37,7 @@ impl FabricConfig {
         FabricConfig {
             host_gbps: gbps * f64::from(n),
             paths: (0..n).map(|_| PathSpec::new(gbps, delay_us)).collect(),
+            mtu: DEFAULT_MTU,
         }
     }
 
@@ -135,9 +140,19 @@ impl MemFabric {
                 reason: format!("{} paths; a fabric has 1 to 1024", cfg.paths.len()),
             });
         }
+        if !(rondo_proto::wire::DATA_HEADER_LEN < cfg.mtu && cfg.mtu <= 65_535) {
+            return Err(VerbsError::InvalidAttr {
+                name: "mtu",
+                reason: format!(
+                    "{} bytes; a fabric carries datagrams of {} to 65535 bytes",
+                    cfg.mtu,
+                    rondo_proto::wire::DATA_HEADER_LEN + 1
+                ),
+            });
+        }
         Ok(MemFabric {
             inner: Arc::new(Mutex::new(FabricInner {
-                net: Network::new(seed),
+                net: Network::with_mtu(seed, cfg.mtu),
                 cfg,
                 hosts: Vec::new(),
                 links: Vec::new(),
@@ -159,6 +174,11 @@ impl MemFabric {
     /// Number of paths between two hosts.
     pub fn paths(&self) -> u16 {
         self.lock().cfg.paths.len() as u16
+    }
+
+    /// Bytes of the largest datagram the fabric carries.
+    pub(crate) fn mtu(&self) -> usize {
+        self.lock().cfg.mtu
     }
 
     /// Host NIC rate in bits per second.

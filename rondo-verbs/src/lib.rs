@@ -101,7 +101,7 @@ pub use host::MAX_MESSAGE_BYTES;
 pub use mr::{MemoryRegion, ProtectionDomain};
 pub use qp::{PeerAddr, QpEndpoint, QueuePair};
 pub use rondo_proto::{Duration, FlowConfig, Instant};
-pub use rondo_ud::mem::PathSpec;
+pub use rondo_sim::pair::PathSpec;
 #[cfg(target_os = "linux")]
 pub use rondo_ud::udp::UdpConfig;
 #[cfg(all(feature = "verbs", target_os = "linux"))]

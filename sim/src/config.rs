@@ -58,7 +58,7 @@ pub struct SwitchConfig {
     /// Drop threshold of one port's data class (and of its control class), bytes.
     pub data_queue_limit_bytes: u64,
     /// Drop threshold of one port's probe class, in MTU-sized probes. The paper asks
-    /// for a small one (§4.2.2) without a number; 2 probes is what `rondo_ud::mem`
+    /// for a small one (§4.2.2) without a number; 2 probes is what [`crate::pair::LinkConfig`]
     /// and the P4 program use.
     pub probe_queue_limit_packets: u32,
     /// ECN marking of data packets; `None` disables it.

@@ -1,8 +1,13 @@
-//! Rondo's discrete-event packet-level simulator.
+//! Rondo's discrete-event packet-level simulator, and the one network model of the
+//! workspace: [`Simulator`] runs topologies of switches and flows, [`pair`] puts
+//! any set of [`rondo_proto::Host`]s on the same links (the two-host [`Testbed`] of
+//! the engine tests and `rondo demo`, the verbs API's in-process fabric).
 //!
 //! Every host runs a real [`rondo_proto::Endpoint`] (one per host, its shared reorder
 //! buffer being the NIC's), driven through the [`rondo_proto::Host`] trait exactly as
-//! the datagram backends drive it: the simulator only moves bytes and time.
+//! the datagram backends drive it: the simulator only moves bytes and time, and
+//! measures through the engine's tap ([`rondo_proto::tap`]: NIC-level OOD and RBO,
+//! new data, in-order delivery, retransmissions), never by reading its state.
 //!
 //! - Time is integer picoseconds ([`rondo_proto::time::Instant`]). Events sit in a
 //!   radix heap keyed by (time, sequence), so ties run in the order they were
@@ -44,6 +49,7 @@
 mod config;
 mod error;
 mod net;
+pub mod pair;
 pub mod scenario;
 mod sim;
 mod topology;
@@ -51,6 +57,7 @@ mod trace;
 
 pub use config::{EcnConfig, PfcConfig, SimConfig, SwitchConfig};
 pub use error::SimError;
+pub use pair::Testbed;
 pub use sim::metrics::{Drops, Metrics, RetxMetrics};
 pub use sim::{
     Delivery, FlowResult, FlowSpec, LinkChange, LinkId, LinkStats, Progress, RunEnd, Simulator,

@@ -1,12 +1,12 @@
-//! A two-host parallel-path run in the simulator matches the in-memory testbed of
-//! `rondo_ud` (the same engine over the same links), on equal and on unequal
-//! path delays.
+//! A two-host parallel-path run in the simulator matches the two-host
+//! [`Testbed`] of `rondo_sim::pair` (the same engine over the same links, switch
+//! queues aside), on equal and on unequal path delays.
 
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::{BufferConfig, FlowConfig};
+use rondo_sim::pair;
+use rondo_sim::Testbed;
 use rondo_sim::{FlowSpec, PathSpec, SimConfig, Simulator, Topology};
-use rondo_ud::mem;
-use rondo_ud::testbed::Testbed;
 
 const RATES: [f64; 4] = [25.0, 20.0, 15.0, 10.0];
 const BYTES: u64 = 4 << 20;
@@ -26,10 +26,10 @@ fn sim_paths(delays_us: &[f64; 4]) -> Vec<PathSpec> {
 /// (utilization: data packets with their headers over the transfer time, against
 /// min(host rate, sum of path rates) = 70 Gbit/s).
 fn testbed_goodput_utilization(delays_us: &[f64; 4]) -> (f64, f64) {
-    let paths: Vec<mem::PathSpec> = RATES
+    let paths: Vec<pair::PathSpec> = RATES
         .iter()
         .zip(delays_us)
-        .map(|(&g, &d)| mem::PathSpec::new(g, d))
+        .map(|(&g, &d)| pair::PathSpec::new(g, d))
         .collect();
     let mut tb = Testbed::new(
         1,

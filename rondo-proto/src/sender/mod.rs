@@ -69,6 +69,8 @@ pub(crate) struct Core {
     line_next: Instant,
     probe_seq: u32,
     probe_rr: usize,
+    /// (PSN, retransmission) of the DATA packet the current transmit call wrote.
+    pub(crate) last_data: Option<(u32, bool)>,
     /// Receiver-limited span: new PSNs only below `una + rx_window`, set by
     /// "reorder buffer full" NAKs and grown by one per window delivered.
     rx_window: Option<u64>,
@@ -117,6 +119,7 @@ impl Sender {
                 pace_next: now,
                 line_next: now,
                 probe_seq: 0,
+                last_data: None,
                 probe_rr: 0,
                 rx_window: None,
                 rx_window_grow: 0,

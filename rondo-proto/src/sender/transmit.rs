@@ -146,6 +146,7 @@ impl Sender {
         if payload.is_some() {
             c.stats.payloads_by_reference += 1;
         }
+        c.last_data = Some((psn as u32, retx));
 
         let entry = &mut c.table[idx];
         entry.queued = false;

@@ -92,6 +92,25 @@ impl Slab {
         &mut self.chunks[c][start..start + self.mtu]
     }
 
+    /// A new slot holding a copy of the first `len` bytes of slot `from`.
+    pub fn copy(&mut self, from: u32, len: usize) -> u32 {
+        let to = self.alloc();
+        let len = len.min(self.mtu);
+        let ((fc, fs), (tc, ts)) = (self.at(from), self.at(to));
+        if fc == tc {
+            self.chunks[fc].copy_within(fs..fs + len, ts);
+        } else {
+            let (a, b) = self.chunks.split_at_mut(fc.max(tc));
+            let (src, dst) = if fc < tc {
+                (&a[fc][fs..fs + len], &mut b[0][ts..ts + len])
+            } else {
+                (&b[0][fs..fs + len], &mut a[tc][ts..ts + len])
+            };
+            dst.copy_from_slice(src);
+        }
+        to
+    }
+
     /// Packets allocated and not freed.
     pub fn in_use(&self) -> usize {
         self.slots as usize - self.free.len()

@@ -47,8 +47,11 @@ impl<T> Fifo<T> {
     }
 }
 
-/// Serialisation and propagation state plus queue statistics of one link.
-pub(crate) struct Port {
+/// Serialisation and propagation state plus queue statistics of one link. `M` is
+/// the packet descriptor that travels through its queues and wire: [`Meta`] in the
+/// [`Simulator`](crate::Simulator), a route-following one in
+/// [`crate::pair::Network`].
+pub(crate) struct Port<M = Meta> {
     pub to: u32,
     /// Switch index owning the queue, or `fabric::NONE` for a host NIC.
     pub owner: u32,
@@ -56,11 +59,11 @@ pub(crate) struct Port {
     /// Picoseconds per byte when exact, else 0 (then computed per packet).
     ps_per_byte: u64,
     pub delay: Duration,
-    pub queues: [Fifo<Meta>; 3],
+    pub queues: [Fifo<M>; 3],
     pub class_bytes: [u64; 3],
     pub busy_until: Instant,
     pub tx_pending: bool,
-    pub wire: Fifo<(Instant, Meta)>,
+    pub wire: Fifo<(Instant, M)>,
     /// Arrival time of the last packet put on the wire.
     pub wire_tail: Instant,
     pub wire_pending: bool,
@@ -84,8 +87,8 @@ pub(crate) struct PortCounters {
     pub pauses: u64,
 }
 
-impl Port {
-    pub fn new(to: u32, owner: u32, bps: u64, delay: Duration) -> Port {
+impl<M: Copy> Port<M> {
+    pub fn new(to: u32, owner: u32, bps: u64, delay: Duration) -> Port<M> {
         let mut p = Port {
             to,
             owner,
@@ -140,6 +143,42 @@ impl Port {
     /// Call after the queue grew.
     pub fn note_max(&mut self) {
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.queued_bytes());
+    }
+
+    /// Queues packet `m` of `len` bytes in `class` (accounting first, then the
+    /// queue maximum).
+    pub fn push(&mut self, now: Instant, class: usize, m: M, len: u64) {
+        self.account(now);
+        self.queues[class].push_back(m);
+        self.class_bytes[class] += len;
+        self.note_max();
+    }
+
+    /// Starts serialising the head packet of the highest class that may start,
+    /// if any: it leaves its queue, the serialiser is busy until `busy_until`, and
+    /// the packet goes on the wire, arriving at the far end at the new `wire_tail`
+    /// (never before a packet already on the wire). The caller checked that the
+    /// serialiser is free (`busy_until <= now`) and the link up with a rate, and
+    /// schedules the events. Returns its class and the packet; `len_of` gives a
+    /// packet's bytes.
+    pub fn serialise_next(
+        &mut self,
+        now: Instant,
+        len_of: impl Fn(&M) -> u64,
+    ) -> Option<(usize, M)> {
+        let class = self.next_class()?;
+        self.account(now);
+        let pkt = self.queues[class].pop_front()?;
+        let len = len_of(&pkt);
+        self.class_bytes[class] -= len;
+        self.stats.sent_packets += 1;
+        self.stats.sent_bytes += len;
+        let ser = self.serialisation(len);
+        self.busy_until = now + ser;
+        let arrival = (now + ser + self.delay).max(self.wire_tail);
+        self.wire_tail = arrival;
+        self.wire.push_back((arrival, pkt));
+        Some((class, pkt))
     }
 
     /// The class to serialise next, if any may start.

@@ -6,8 +6,8 @@ use crate::error::SimError;
 use crate::net::fabric::NONE;
 use crate::net::{Ev, Meta};
 use rondo_proto::placement::Placement;
+use rondo_proto::tap::{MetricsTap, TapEvent};
 use rondo_proto::time::{Duration, Instant};
-use rondo_proto::wire::{Flags, Packet};
 use rondo_proto::{ConnectionHandle, Event, ExternalBytes, FlowConfig, Host, Message, Priority};
 use std::sync::Arc;
 
@@ -158,6 +158,9 @@ pub(crate) struct FlowState {
     pub stopped: Option<Instant>,
     pub failed: bool,
     pub delivered_at_warmup: u64,
+    /// Payload delivered in order at the receiver, from the receiving endpoint's
+    /// tap ([`TapEvent::Arrival`]).
+    pub delivered: u64,
     pub next_msg: u64,
     pub posted_bytes: u64,
     /// First transmission (PSN, time) of recent packets, for the retransmission
@@ -228,6 +231,7 @@ impl Simulator {
             stopped: None,
             failed: false,
             delivered_at_warmup: 0,
+            delivered: 0,
             next_msg: 0,
             posted_bytes: 0,
             first_sent: Vec::new(),
@@ -320,18 +324,7 @@ impl Simulator {
 
     /// Payload delivered in order so far on flow `f`.
     pub(crate) fn delivered(&self, f: usize) -> u64 {
-        let fl = &self.flows[f];
-        if !fl.started {
-            return 0;
-        }
-        if let Some(bytes) = fl.dst_closed {
-            return bytes;
-        }
-        self.hosts[fl.spec.dst]
-            .ep
-            .connection(fl.h_dst)
-            .receiver_stats()
-            .bytes_delivered
+        self.flows[f].delivered
     }
 
     /// Drains the events of the connection with local flow id `local`.
@@ -415,14 +408,23 @@ impl Simulator {
         let hi = host as usize;
         loop {
             let slot = self.slab.alloc();
-            let Some(t) = self.hosts[hi]
-                .ep
-                .poll_transmit(now, self.slab.buf_mut(slot))
-            else {
+            let ep = &mut self.hosts[hi].ep;
+            let Some(t) = ep.poll_transmit(now, self.slab.buf_mut(slot)) else {
                 self.slab.free(slot);
                 break;
             };
-            self.inject(host, slot, t);
+            let mut sent = None;
+            while let Some(e) = ep.poll_tap() {
+                if let TapEvent::DataSent {
+                    psn,
+                    retransmission,
+                    ..
+                } = e
+                {
+                    sent = Some((psn, retransmission));
+                }
+            }
+            self.inject(host, slot, t, sent);
         }
         let h = &mut self.hosts[hi];
         if let Some(t) = h.ep.poll_timeout() {
@@ -440,7 +442,15 @@ impl Simulator {
         }
     }
 
-    fn inject(&mut self, host: u32, slot: u32, t: rondo_proto::Transmit) {
+    /// Puts a datagram host `host` wrote into `slot` on its NIC; `sent` is the
+    /// (PSN, retransmission) of a data packet, from the endpoint's tap.
+    fn inject(
+        &mut self,
+        host: u32,
+        slot: u32,
+        t: rondo_proto::Transmit,
+        sent: Option<(u32, bool)>,
+    ) {
         let f = (t.flow / 2) as usize;
         let sender = t.flow % 2 == 0;
         let dst = match self.flows.get(f) {
@@ -454,8 +464,8 @@ impl Simulator {
             return;
         }
         let class = t.priority.index();
-        if t.priority == Priority::Data && sender {
-            self.note_data_sent(f, slot, t.len);
+        if let Some((psn, retx)) = sent.filter(|_| t.priority == Priority::Data && sender) {
+            self.note_data_sent(f, psn, retx);
         }
         let key = self.packet_key(host, dst, t.flow, t.path);
         let m = Meta {
@@ -484,16 +494,10 @@ impl Simulator {
         self.enqueue(nic, m);
     }
 
-    /// Retransmission accounting from the data header (a tap, as on a real NIC).
-    fn note_data_sent(&mut self, f: usize, slot: u32, len: usize) {
+    /// Retransmission accounting of a data packet of flow `f` with `psn`, from the
+    /// sending endpoint's tap ([`TapEvent::DataSent`]).
+    fn note_data_sent(&mut self, f: usize, psn: u32, retx: bool) {
         let now = self.now;
-        let buf = self.slab.buf(slot, len);
-        if buf.len() < rondo_proto::wire::DATA_HEADER_LEN {
-            return;
-        }
-        let pkt = Packet::new_unchecked(buf);
-        let retx = pkt.flags_byte() & Flags::RETX.bits() != 0;
-        let psn = pkt.psn().0;
         let fl = &mut self.flows[f];
         let ring = &mut fl.first_sent;
         if retx {
@@ -529,15 +533,6 @@ impl Simulator {
         let hi = host as usize;
         let data = m.class as usize == Priority::Data.index();
         let measure = data && self.measuring;
-        let before = if measure {
-            let rb = self.hosts[hi].ep.reorder_buffer();
-            self.nic_ood.record(rb.nic_ood());
-            self.nic_rbo.record(rb.used_slots() as u64);
-            let s = rb.stats().all_flows;
-            s.in_order + s.buffered
-        } else {
-            0
-        };
         if let Some(log) = self.deliveries.as_mut() {
             log.push(super::Delivery {
                 at: now,
@@ -553,17 +548,34 @@ impl Simulator {
             });
         }
         let bytes = self.slab.buf(m.slot, usize::from(m.len));
-        let local = if bytes.len() >= rondo_proto::wire::COMMON_HEADER_LEN {
-            Packet::new_unchecked(bytes).flow()
-        } else {
-            u32::MAX
-        };
         self.hosts[hi].ep.handle_datagram(now, m.path, bytes, m.ce);
         self.slab.free(m.slot);
-        if measure {
-            let s = self.hosts[hi].ep.reorder_buffer().stats().all_flows;
-            if s.in_order + s.buffered > before {
-                self.counters.unique_data_bytes += u64::from(m.len);
+        // What the receiving endpoint reports: NIC-level OOD and RBO just before
+        // this packet, whether it was new data, what it delivered, and to whom.
+        let mut local = u32::MAX;
+        while let Some(e) = self.hosts[hi].ep.poll_tap() {
+            let TapEvent::Arrival {
+                flow,
+                nic_ood,
+                rbo_slots,
+                new_data,
+                delivered,
+            } = e
+            else {
+                continue;
+            };
+            if measure {
+                self.nic_ood.record(nic_ood);
+                self.nic_rbo.record(rbo_slots);
+                if new_data {
+                    self.counters.unique_data_bytes += u64::from(m.len);
+                }
+            }
+            if let Some(flow) = flow {
+                local = flow;
+                if let Some(fl) = self.flows.get_mut((flow / 2) as usize) {
+                    fl.delivered += delivered;
+                }
             }
         }
         self.drain(local);

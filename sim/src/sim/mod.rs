@@ -13,6 +13,7 @@ use crate::net::{mix, Agenda, Ev, Slab};
 use crate::topology::{LinkKind, Topology};
 use crate::trace::Trace;
 use rondo_proto::rng::Rng;
+use rondo_proto::tap::MetricsTap;
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::{BufferConfig, Endpoint, FlowConfig, Histogram, Priority, SharedBuffer};
 
@@ -209,12 +210,14 @@ impl Simulator {
         let key_seed = rng.next_u64();
         let mut hosts = Vec::with_capacity(fabric.hosts as usize);
         for _ in 0..fabric.hosts {
-            let ep = Endpoint::new(SharedBuffer::in_heap(BufferConfig {
+            let mut ep = Endpoint::new(SharedBuffer::in_heap(BufferConfig {
                 capacity_bytes: cfg.reorder_buffer_bytes,
                 slot_size: cfg.mtu,
                 huge_pages: reorder::HugePages::Never,
                 ..BufferConfig::default()
             })?);
+            // Every measurement comes through the tap, never from the engine's state.
+            ep.set_tap(true);
             hosts.push(HostState {
                 ep,
                 timer_at: None,
@@ -411,15 +414,15 @@ impl Simulator {
         }
     }
 
-    /// (spurious retransmissions, reorder-buffer drops) summed over the engine.
+    /// (spurious retransmissions, reorder-buffer drops) summed over the hosts'
+    /// taps.
     fn engine_totals(&self) -> (u64, u64) {
         let mut spurious = self.closed_spurious;
         let mut rb = 0;
         for h in &self.hosts {
-            for c in h.ep.connections() {
-                spurious += c.sender_stats().spurious_retransmissions;
-            }
-            rb += h.ep.reorder_buffer().stats().all_flows.dropped_full;
+            let t = h.ep.tap_counters();
+            spurious += t.spurious_retransmissions;
+            rb += t.reorder_drops;
         }
         (spurious, rb)
     }
@@ -435,7 +438,7 @@ impl Simulator {
             .collect();
         let (mut sum, mut max) = (0u64, 0u64);
         for h in &self.hosts {
-            let o = h.ep.reorder_buffer().nic_ood();
+            let o = h.ep.tap_counters().nic_ood;
             sum += o;
             max = max.max(o);
         }

@@ -53,22 +53,10 @@ impl Simulator {
             }
             return;
         }
-        let Some(class) = port.next_class() else {
+        let Some((class, pkt)) = port.serialise_next(now, |m| u64::from(m.len)) else {
             return;
         };
-        port.account(now);
-        let Some(pkt) = port.queues[class].pop_front() else {
-            return;
-        };
-        let len = u64::from(pkt.len);
-        port.class_bytes[class] -= len;
-        port.stats.sent_packets += 1;
-        port.stats.sent_bytes += len;
-        let ser = port.serialisation(len);
-        port.busy_until = now + ser;
-        let arrival = (now + ser + port.delay).max(port.wire_tail);
-        port.wire_tail = arrival;
-        port.wire.push_back((arrival, pkt));
+        let arrival = port.wire_tail;
         if !port.wire_pending {
             port.wire_pending = true;
             self.agenda.push(arrival, Ev::Arrive(p));
@@ -203,10 +191,7 @@ impl Simulator {
     pub(crate) fn enqueue(&mut self, out: u32, m: Meta) {
         let class = m.class as usize;
         let port = &mut self.ports[out as usize];
-        port.account(self.now);
-        port.queues[class].push_back(m);
-        port.class_bytes[class] += u64::from(m.len);
-        port.note_max();
+        port.push(self.now, class, m, u64::from(m.len));
         let in_group = port.in_path_group;
         self.try_start(out);
         if in_group {

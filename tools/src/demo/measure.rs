@@ -1,10 +1,10 @@
-//! One demo run: a single long message over the in-memory testbed, measured.
+//! One demo run: a single long message over the simulator's two-host testbed, measured.
 
 use anyhow::{bail, ensure, Context};
 use rondo_proto::wire::DATA_HEADER_LEN;
 use rondo_proto::{BufferConfig, Duration, Event, FlowConfig, Histogram, Instant};
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 use serde::Serialize;
 
 /// What one run is asked to do.

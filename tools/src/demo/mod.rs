@@ -1,6 +1,6 @@
 //! `rondo demo`: one long message from host A to host B over four parallel paths of
 //! 25, 20, 15 and 10 Gbit/s (hosts at 100 Gbit/s, so the ideal is 70 Gbit/s), on the
-//! deterministic in-memory network, with Rondo's packet scheduler on and off.
+//! simulator's two-host testbed (`rondo_sim::Testbed`), with Rondo's packet scheduler on and off.
 //!
 //! Two scenarios:
 //! - `hetero`: every path has a one-way delay of 10 us (base RTT about 20 us, as in
@@ -14,7 +14,7 @@ use crate::table::Table;
 use anyhow::{ensure, Context};
 use measure::{ideal_gbps, measure, Measurement, Run};
 use rondo_proto::Duration;
-use rondo_ud::mem::PathSpec;
+use rondo_sim::pair::PathSpec;
 use serde::Serialize;
 use std::io::IsTerminal;
 use std::path::PathBuf;

@@ -5,14 +5,14 @@
 //!
 //! `fluid_*` drive the engine's own scheduler code (`scheduler::skips` and
 //! `UnsentSet`) with transmission opportunities at exactly the proposition's
-//! constant rates; `engine_*` run the whole engine over the in-memory pair, where
+//! constant rates; `engine_*` run the whole engine over the two-host testbed of `rondo_sim::pair`, where
 //! queueing jitter makes rates and delays only approximately constant.
 
 use proptest::prelude::*;
 use rondo_proto::scheduler::{phase_skip, skips, UnsentSet};
 use rondo_proto::*;
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 /// Sends `n` packets over paths with constant rates (packets/us) and fixed
 /// delays (us); returns the OOD sampled at every arrival (before it is applied).

@@ -1,8 +1,8 @@
 //! One 4 MB message over the paper's four testbed paths, end to end.
 
 use rondo_proto::*;
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 #[test]
 fn one_message_over_four_paths() {

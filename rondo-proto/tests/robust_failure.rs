@@ -8,8 +8,8 @@
 use rondo_proto::{
     BufferConfig, ConnectionError, Duration, Event, FlowConfig, Instant, PostError, SharedBuffer,
 };
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 /// Four 10 Gbps paths (40 Gbps together), one-way delays 3 to 6 us.
 fn four_paths() -> Vec<PathSpec> {
@@ -274,7 +274,7 @@ fn buffer_full_naks_do_not_take_paths_down() {
 #[test]
 fn every_path_out_of_rotation_keeps_the_timer_moving() {
     // A sans-IO endpoint on one path: 13 packets go out (the first on the initial
-    // window, 12 on the credit of 12 probe ACKs), then one late ACK of the last
+    // window, 12 on the credit of the ACKs of 12 of its probes), then one late ACK of the last
     // reports PSNs 0-7 lost at once: 8 losses in a row take the only path out of
     // rotation with data left to resend. Nothing can be sent now but down-path
     // probes, and the timer must keep moving forward: `poll_timeout` may not return
@@ -292,6 +292,8 @@ fn every_path_out_of_rotation_keeps_the_timer_moving() {
     // Timestamps of the data packets sent, by PSN, and the events seen.
     let mut data_sent: Vec<u64> = Vec::new();
     let mut events = Vec::new();
+    // PSNs of the probes sent (only an outstanding probe's ACK is believed).
+    let probes = std::cell::RefCell::new(Vec::<u32>::new());
     let mut step = |ep: &mut Endpoint, now: Instant, data_sent: &mut Vec<u64>| {
         let mut buf = [0; 2048];
         if ep.poll_timeout().is_some_and(|t| t <= now) {
@@ -306,6 +308,8 @@ fn every_path_out_of_rotation_keeps_the_timer_moving() {
                     "no resends yet"
                 );
                 data_sent.push(repr.common.timestamp_ns);
+            } else if let Body::Probe(_) = repr.body {
+                probes.borrow_mut().push(repr.common.psn.0);
             }
         }
         let mut path_down = false;
@@ -343,14 +347,20 @@ fn every_path_out_of_rotation_keeps_the_timer_moving() {
 
     step(&mut ep, Instant::ZERO, &mut data_sent);
     assert_eq!(data_sent.len(), 1);
-    let t1 = Instant::from_us(1);
-    for k in 0..12 {
-        feedback(&mut ep, t1, fb(k, 0, true, 0));
-    }
-    let mut now = t1;
+    // Acknowledge the probes as they go out, 12 in all.
+    let mut now = Instant::from_us(1);
+    let mut acked = 0;
     while data_sent.len() < 13 && now < Instant::from_us(100) {
         step(&mut ep, now, &mut data_sent);
-        now = ep.poll_timeout().unwrap().max(now);
+        let sent: Vec<u32> = probes.borrow_mut().drain(..).collect();
+        for psn in sent {
+            if acked < 12 {
+                feedback(&mut ep, now, fb(psn, 0, true, 0));
+                acked += 1;
+            }
+        }
+        step(&mut ep, now, &mut data_sent);
+        now = ep.poll_timeout().unwrap().max(now + Duration::from_ns(100));
     }
     assert_eq!(data_sent.len(), 13, "the 12 probe credits were not used");
 

@@ -14,8 +14,8 @@ use rondo_proto::{
     BufferConfig, ConnectionHandle, DatagramError, Duration, Endpoint, EndpointStats, Event,
     FlowConfig, Host, Instant, Psn, SharedBuffer, Transmit,
 };
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 /// The flow id of the endpoint's connection (what datagrams addressed to it carry).
 const LOCAL: u32 = 1;

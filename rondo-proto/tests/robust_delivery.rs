@@ -1,4 +1,4 @@
-//! Byte-exact, exactly-once, in-order delivery over the in-memory testbed under
+//! Byte-exact, exactly-once, in-order delivery over the two-host testbed (`rondo_sim::Testbed`) under
 //! loss (both directions), duplication, jitter (reordering), 1 to 64 paths,
 //! message sizes around the packet payload, and a PSN space that wraps.
 //!
@@ -9,8 +9,8 @@ mod common;
 
 use proptest::prelude::*;
 use rondo_proto::{BufferConfig, Duration, Event, FlowConfig, Instant, PathSelection};
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 use std::collections::BTreeMap;
 
 /// Payload bytes of a full data packet with the default configuration.

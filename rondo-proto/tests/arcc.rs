@@ -3,8 +3,8 @@
 //! The measured numbers are written next to each assertion.
 
 use rondo_proto::*;
-use rondo_ud::mem::{HostId, LinkConfig, LinkId, Network};
-use rondo_ud::{mem, testbed};
+use rondo_sim::pair::{HostId, LinkConfig, LinkId, Network, PathSpec};
+use rondo_sim::Testbed;
 
 /// N single-path flows, sender i to receiver i, all through one shared link.
 struct Dumbbell {
@@ -127,8 +127,8 @@ fn flows_sharing_a_bottleneck_converge_to_fairness_with_a_shallow_queue() {
 /// Time for one flow from W0 to reach 90% of its path's capacity, in base RTTs,
 /// goodput measured over a sliding window of one base RTT; and the peak queue.
 fn ramp(cfg: &FlowConfig, gbps: f64) -> (f64, usize) {
-    let paths = [mem::PathSpec::new(gbps, 10.0)];
-    let mut tb = testbed::Testbed::new(4, 100.0, &paths, cfg, BufferConfig::default()).unwrap();
+    let paths = [PathSpec::new(gbps, 10.0)];
+    let mut tb = Testbed::new(4, 100.0, &paths, cfg, BufferConfig::default()).unwrap();
     tb.post(1, vec![1u8; 16 << 20]).unwrap();
     let rtt_us = 20.0 + 0.12 + 12.0 / gbps;
     let step = Duration::from_ns(500);
@@ -214,8 +214,8 @@ fn step_response(weight: AlphaWeight) -> (f64, f64, usize) {
         alpha_weight: weight,
         ..FlowConfig::default()
     };
-    let paths = [mem::PathSpec::new(25.0, 10.0)];
-    let mut tb = testbed::Testbed::new(5, 100.0, &paths, &cfg, BufferConfig::default()).unwrap();
+    let paths = [PathSpec::new(25.0, 10.0)];
+    let mut tb = Testbed::new(5, 100.0, &paths, &cfg, BufferConfig::default()).unwrap();
     tb.post(1, vec![1u8; 64 << 20]).unwrap();
     let link = tb.pair.forward[0];
     tb.run_until(Instant::from_us(1000), |_| false);

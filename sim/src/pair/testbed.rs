@@ -1,8 +1,8 @@
 //! A ready two-host testbed: two [`Endpoint`]s with one connection each, joined by
-//! the in-memory [`Pair`] over parallel paths (the paper's Fig. 9a testbed). Used
-//! by tests, benchmarks and `rondo demo`.
+//! a [`Pair`] over parallel paths (the paper's Fig. 9a testbed). Used by the engine
+//! tests, benchmarks and `rondo demo`.
 
-use crate::mem::{Pair, PathSpec};
+use super::{Network, Pair, PathSpec};
 use reorder::ReorderError;
 use rondo_proto::config::FlowConfig;
 use rondo_proto::endpoint::{ConnectionHandle, Endpoint, EndpointError};
@@ -51,14 +51,14 @@ impl Testbed {
         let mut cfg = cfg.clone();
         cfg.paths = paths.len() as u16;
         cfg.line_rate_bps = (host_gbps * 1e9) as u64;
-        let mut a = Endpoint::new(SharedBuffer::new(reorder)?);
-        let mut b = Endpoint::new(SharedBuffer::new(reorder)?);
+        let mut a = Endpoint::new(SharedBuffer::in_heap(reorder)?);
+        let mut b = Endpoint::new(SharedBuffer::in_heap(reorder)?);
         let conn_a = a.connect(Instant::ZERO, 1, 2, &cfg)?;
         let mut cfg_b = cfg.clone();
         cfg_b.seed = cfg.seed.wrapping_add(1);
         let conn_b = b.connect(Instant::ZERO, 2, 1, &cfg_b)?;
         Ok(Testbed {
-            pair: Pair::new(seed, a, b, host_gbps, paths),
+            pair: Pair::on(Network::with_mtu(seed, cfg.mtu), a, b, host_gbps, paths),
             conn_a,
             conn_b,
             events_a: Vec::new(),

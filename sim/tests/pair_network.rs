@@ -1,9 +1,10 @@
-//! The in-memory network: timing, priorities, faults, determinism, routing.
+//! The two-host and small networks of `rondo_sim::pair`: timing, priorities,
+//! faults, determinism, routing.
 
 use std::collections::VecDeque;
 
 use rondo_proto::{Duration, Host, Instant, Priority, Transmit, TxBuffer};
-use rondo_ud::mem::{HostId, LinkConfig, LinkId, Network, Pair, PathSpec};
+use rondo_sim::pair::{HostId, LinkConfig, LinkId, Network, Pair, PathSpec};
 
 /// A datagram a [`Script`] received.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

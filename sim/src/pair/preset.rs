@@ -1,4 +1,5 @@
-//! Two hosts over parallel paths: the paper's two-host testbed (Fig. 9a) in memory.
+//! Two hosts over parallel paths: the paper's two-host testbed (Fig. 9a) on the
+//! simulator's links.
 
 use super::{HostId, LinkConfig, LinkId, Network};
 use rondo_proto::time::Duration;
@@ -17,6 +18,9 @@ pub struct PathSpec {
     pub duplicate: f64,
     /// Uniform extra delay in `[0, jitter)` per packet.
     pub jitter: Duration,
+    /// Tail-drop threshold of the control and the data class, each, in queued
+    /// bytes ([`LinkConfig::queue_limit_bytes`]).
+    pub queue_limit_bytes: usize,
 }
 
 impl PathSpec {
@@ -28,13 +32,15 @@ impl PathSpec {
             loss: 0.0,
             duplicate: 0.0,
             jitter: Duration::ZERO,
+            queue_limit_bytes: LinkConfig::DEFAULT_QUEUE_LIMIT_BYTES,
         }
     }
 
-    /// The link configuration of one direction of this path (default queue limits,
-    /// no ECN).
+    /// The link configuration of one direction of this path (the default probe
+    /// queue limit, no ECN).
     pub fn link_config(&self) -> LinkConfig {
         LinkConfig {
+            queue_limit_bytes: self.queue_limit_bytes,
             loss: self.loss,
             duplicate: self.duplicate,
             jitter: self.jitter,
@@ -63,12 +69,21 @@ pub struct Pair<H: Host> {
 }
 
 impl<H: Host> Pair<H> {
-    /// Hosts `a` and `b`, each with a NIC of `host_gbps`, over `paths`.
+    /// Hosts `a` and `b`, each with a NIC of `host_gbps`, over `paths`, on a
+    /// [`Network::new`] of `seed`.
     ///
     /// # Panics
     /// With more than 65 536 paths.
     pub fn new(seed: u64, a: H, b: H, host_gbps: f64, paths: &[PathSpec]) -> Self {
-        let mut net = Network::new(seed);
+        Self::on(Network::new(seed), a, b, host_gbps, paths)
+    }
+
+    /// As [`Pair::new`], on an empty network `net` (e.g. a
+    /// [`Network::with_mtu`]).
+    ///
+    /// # Panics
+    /// With more than 65 536 paths.
+    pub fn on(mut net: Network<H>, a: H, b: H, host_gbps: f64, paths: &[PathSpec]) -> Self {
         let a = net.add_host(a, host_gbps);
         let b = net.add_host(b, host_gbps);
         let mut forward = Vec::with_capacity(paths.len());

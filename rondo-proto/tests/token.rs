@@ -11,8 +11,8 @@ use rondo_proto::{
     BufferConfig, DatagramError, Endpoint, Event, FlowConfig, Host, Instant, Psn, SharedBuffer,
     Transmit,
 };
-use rondo_ud::mem::PathSpec;
-use rondo_ud::testbed::Testbed;
+use rondo_sim::pair::PathSpec;
+use rondo_sim::Testbed;
 
 const LOCAL: u32 = 1;
 const REMOTE: u32 = 2;

@@ -1,16 +1,18 @@
-//! A deterministic in-memory network for tests: a tiny discrete-event simulator
-//! that drives any set of [`Host`]s over output-queued links.
+//! Any set of [`Host`]s on the simulator's links: the small networks of tests, of
+//! `rondo demo` and of the verbs API's in-process fabric, built link by link, with
+//! a two-host preset ([`Pair`]) and a ready two-endpoint testbed ([`Testbed`]).
 //!
 //! Every host sends through its own NIC link (rate only); a route then takes a
 //! datagram over a list of links to its destination, which sees the same path id.
-//! Each link has three strict-priority FIFO classes (Control > Data > Probe, as in
-//! paper §4.2.2), a serialiser, a propagation delay, and faults injected per packet
-//! as it leaves (loss, duplication, jitter) — all changeable while running.
+//! Each link is the simulator's output port (three strict-priority FIFO classes,
+//! Control > Data > Probe as in paper §4.2.2, a serialiser, a propagation delay),
+//! with per-class tail-drop limits, ECN marking and faults injected per packet as
+//! it leaves the wire (loss, duplication, jitter), all changeable while running.
 //! Events are ordered by `(time, insertion order)` and all randomness comes from
 //! the seed, so the same seed gives the same run, bit for bit.
 //!
 //! ```
-//! use rondo_ud::mem::{LinkConfig, Network};
+//! use rondo_sim::pair::{LinkConfig, Network};
 //! use rondo_proto::{Duration, Host, Instant, Priority, Transmit, TxBuffer};
 //!
 //! /// Sends one 1500-byte datagram at once; counts what it receives.
@@ -37,19 +39,20 @@
 //! ```
 
 mod link;
-mod pair;
-
-use std::cmp::{Ordering, Reverse};
-use std::collections::BinaryHeap;
+mod preset;
+mod testbed;
 
 pub use link::{ClassStats, LinkConfig, LinkStats, QueueSample};
-pub use pair::{Pair, PathSpec};
+pub use preset::{Pair, PathSpec};
+pub use testbed::{Testbed, TestbedError};
 
-use link::{Departure, Link, Packet};
+use crate::net::Slab;
+use link::{Link, Pkt};
 use rondo_proto::rng::Rng;
-
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::transmit::Host;
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
 
 /// Index of a link in a [`Network`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -59,32 +62,36 @@ pub struct LinkId(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HostId(pub usize);
 
-/// Bytes of the buffer handed to [`Host::poll_transmit`]: enough for any flow.
-const SCRATCH_BYTES: usize = 64 * 1024;
-// The setup check of this driver, made once for every flow it can be given.
-const _: () = assert!(SCRATCH_BYTES >= rondo_proto::config::MAX_MTU);
+/// Default bytes of a packet buffer (the buffer each [`Host::poll_transmit`]
+/// gets): a jumbo frame. [`Network::with_mtu`] sets another.
+pub const DEFAULT_MTU: usize = 9216;
 
 /// Consecutive timeouts of one host at one instant after which it is declared
-/// stuck: it keeps asking for a timeout now without making progress.
+/// stuck: its timer is then pushed 1 ns on (and counted in
+/// [`Network::stuck_timers`]).
 const MAX_TIMEOUTS_AT_ONE_INSTANT: u32 = 10_000;
 
-enum Event {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ev {
     /// Poll a host's transmits and timer (after it was added or mutated).
-    Kick(usize),
+    Kick(u32),
     /// A host's timer; stale unless `gen` is the host's current generation.
-    Timer { host: usize, gen: u64 },
-    /// The packet a link is serialising has left it.
-    Depart(usize),
-    /// A packet reached the end of the link at `hop` of its route.
-    Arrive(Packet),
-    /// A link's configuration changed: restart its serialiser if it was paused.
-    Resume(usize),
+    Timer { host: u32, gen: u64 },
+    /// A link finished serialising its packet.
+    TxDone(u32),
+    /// The head packet of a link's wire reached the far end (one event per
+    /// packet, scheduled when it finished serialising).
+    Arrive(u32),
+    /// A jittered packet (index into the late list) reaches the far end.
+    Late(u32),
+    /// A link's configuration changed: take its rate and delay, restart it.
+    Resume(u32),
 }
 
 struct Scheduled {
     at: Instant,
     seq: u64,
-    event: Event,
+    ev: Ev,
 }
 
 impl PartialEq for Scheduled {
@@ -104,7 +111,9 @@ impl Ord for Scheduled {
     }
 }
 
-/// Pending events, earliest first, ties in insertion order.
+/// Pending events, earliest first, ties in insertion order. A binary heap, not
+/// the simulator's radix heap: between steps the caller may add work at the
+/// current time, before events already looked at.
 #[derive(Default)]
 struct Agenda {
     heap: BinaryHeap<Reverse<Scheduled>>,
@@ -112,13 +121,21 @@ struct Agenda {
 }
 
 impl Agenda {
-    fn push(&mut self, at: Instant, event: Event) {
+    fn push(&mut self, at: Instant, ev: Ev) {
         self.seq += 1;
         self.heap.push(Reverse(Scheduled {
             at,
             seq: self.seq,
-            event,
+            ev,
         }));
+    }
+
+    fn peek(&self) -> Option<(Instant, Ev)> {
+        self.heap.peek().map(|Reverse(s)| (s.at, s.ev))
+    }
+
+    fn pop(&mut self) -> Option<(Instant, Ev)> {
+        self.heap.pop().map(|Reverse(s)| (s.at, s.ev))
     }
 }
 
@@ -126,7 +143,7 @@ struct HostSlot<H> {
     host: H,
     nic: LinkId,
     /// Route index per path id.
-    routes: Vec<Option<usize>>,
+    routes: Vec<Option<u32>>,
     /// The timeout currently scheduled, as last reported by the host.
     timer: Option<Instant>,
     /// Bumped whenever `timer` changes; older timer events are stale.
@@ -140,7 +157,7 @@ struct Route {
     to: HostId,
     path: u16,
     /// The sender's NIC first.
-    links: Vec<LinkId>,
+    links: Vec<u32>,
 }
 
 /// A deterministic discrete-event network of hosts and links. See the
@@ -153,15 +170,25 @@ pub struct Network<H: Host> {
     agenda: Agenda,
     /// Seeds each link's private stream, in the order links are added.
     rng: Rng,
-    /// Free packet buffers.
-    pool: Vec<Vec<u8>>,
-    scratch: Vec<u8>,
+    slab: Slab,
+    /// Jittered packets between the wire and the next hop; `None`: free.
+    late: Vec<Option<Pkt>>,
+    late_free: Vec<u32>,
     unrouted: u64,
+    stuck_timers: u64,
 }
 
 impl<H: Host> Network<H> {
-    /// An empty network at [`Instant::ZERO`] whose randomness all derives from `seed`.
+    /// An empty network at [`Instant::ZERO`] whose randomness all derives from
+    /// `seed`, with packet buffers of [`DEFAULT_MTU`] bytes.
     pub fn new(seed: u64) -> Self {
+        Self::with_mtu(seed, DEFAULT_MTU)
+    }
+
+    /// As [`Network::new`], with packet buffers of `mtu` bytes (at least 1, at most
+    /// 65 535): the buffer each [`Host::poll_transmit`] gets, so at least the
+    /// largest `mtu` of the hosts' flows.
+    pub fn with_mtu(seed: u64, mtu: usize) -> Self {
         Network {
             now: Instant::ZERO,
             hosts: Vec::new(),
@@ -169,10 +196,17 @@ impl<H: Host> Network<H> {
             routes: Vec::new(),
             agenda: Agenda::default(),
             rng: Rng::new(seed),
-            pool: Vec::new(),
-            scratch: vec![0; SCRATCH_BYTES],
+            slab: Slab::new(mtu.clamp(1, usize::from(u16::MAX))),
+            late: Vec::new(),
+            late_free: Vec::new(),
             unrouted: 0,
+            stuck_timers: 0,
         }
+    }
+
+    /// Bytes of the buffer handed to [`Host::poll_transmit`].
+    pub fn mtu(&self) -> usize {
+        self.slab.slot_len()
     }
 
     /// Adds a host with an egress NIC of `nic_gbps` (no delay, unbounded queues,
@@ -209,17 +243,21 @@ impl<H: Host> Network<H> {
     /// for `(from, path)`; packets already in the network keep their old route.
     ///
     /// # Panics
-    /// If a host or link id does not exist.
+    /// If a host or link id does not exist, or with more than 65 534 links on one route.
     pub fn set_route(&mut self, from: HostId, path: u16, to: HostId, links: &[LinkId]) {
         assert!(to.0 < self.hosts.len(), "set_route: no host {to:?}");
+        assert!(
+            links.len() < usize::from(u16::MAX),
+            "set_route: too many links"
+        );
         for l in links {
             assert!(l.0 < self.links.len(), "set_route: no link {l:?}");
         }
         let slot = &mut self.hosts[from.0];
         let mut route = Vec::with_capacity(links.len() + 1);
-        route.push(slot.nic);
-        route.extend_from_slice(links);
-        let index = self.routes.len();
+        route.push(slot.nic.0 as u32);
+        route.extend(links.iter().map(|l| l.0 as u32));
+        let index = self.routes.len() as u32;
         self.routes.push(Route {
             to,
             path,
@@ -261,13 +299,11 @@ impl<H: Host> Network<H> {
         &self.links[id.0].cfg
     }
 
-    /// A link's configuration, to change while running. A new rate applies from the
-    /// next packet to start serialising, new delay, jitter, loss and duplication
-    /// from the next packet to finish, new limits from the next arrival.
+    /// A link's configuration, to change while running. A new rate and delay apply
+    /// from the next packet to start serialising, new loss, duplication and jitter
+    /// from the next packet to leave the wire, new limits from the next arrival.
     pub fn link_mut(&mut self, id: LinkId) -> &mut LinkConfig {
-        // A paused link (rate zero) has no pending departure: look again once the
-        // caller has changed the rate.
-        self.agenda.push(self.now, Event::Resume(id.0));
+        self.agenda.push(self.now, Ev::Resume(id.0 as u32));
         &mut self.links[id.0].cfg
     }
 
@@ -286,9 +322,21 @@ impl<H: Host> Network<H> {
         self.links[id.0].samples()
     }
 
-    /// Datagrams dropped because their sender had no route for their path.
+    /// Datagrams dropped because their sender had no route for their path (or
+    /// reported an empty datagram, or one longer than its buffer).
     pub fn unrouted(&self) -> u64 {
         self.unrouted
+    }
+
+    /// Times a host kept asking for a timeout at one instant without progress and
+    /// had its timer pushed 1 ns on.
+    pub fn stuck_timers(&self) -> u64 {
+        self.stuck_timers
+    }
+
+    /// Packets in the network now (queued, serialising, on a wire or jittered).
+    pub fn packets_in_flight(&self) -> usize {
+        self.slab.in_use()
     }
 
     /// The current time.
@@ -299,12 +347,12 @@ impl<H: Host> Network<H> {
     /// The time of the next pending event, if any.
     pub fn next_event(&mut self) -> Option<Instant> {
         // Drop stale timers so that they never count as pending work.
-        while let Some(Reverse(s)) = self.agenda.heap.peek() {
-            match s.event {
-                Event::Timer { host, gen } if self.hosts[host].gen != gen => {
-                    self.agenda.heap.pop();
+        while let Some((at, ev)) = self.agenda.peek() {
+            match ev {
+                Ev::Timer { host, gen } if self.hosts[host as usize].gen != gen => {
+                    self.agenda.pop();
                 }
-                _ => return Some(s.at),
+                _ => return Some(at),
             }
         }
         None
@@ -318,11 +366,11 @@ impl<H: Host> Network<H> {
             return false;
         };
         self.now = self.now.max(at);
-        while self.agenda.heap.peek().is_some_and(|Reverse(s)| s.at <= at) {
-            let Some(Reverse(s)) = self.agenda.heap.pop() else {
+        while self.agenda.peek().is_some_and(|(t, _)| t <= at) {
+            let Some((_, ev)) = self.agenda.pop() else {
                 break;
             };
-            self.dispatch(s.event);
+            self.dispatch(ev);
         }
         true
     }
@@ -360,77 +408,122 @@ impl<H: Host> Network<H> {
         let slot = &mut self.hosts[host];
         if !slot.kick_pending {
             slot.kick_pending = true;
-            self.agenda.push(self.now, Event::Kick(host));
+            self.agenda.push(self.now, Ev::Kick(host as u32));
         }
     }
 
-    fn dispatch(&mut self, event: Event) {
+    fn dispatch(&mut self, ev: Ev) {
         let now = self.now;
-        match event {
-            Event::Kick(host) => {
-                self.hosts[host].kick_pending = false;
-                self.service(host);
+        match ev {
+            Ev::Kick(host) => {
+                self.hosts[host as usize].kick_pending = false;
+                self.service(host as usize);
             }
-            Event::Timer { host, gen } => {
-                let slot = &mut self.hosts[host];
+            Ev::Timer { host, gen } => {
+                let slot = &mut self.hosts[host as usize];
                 if slot.gen != gen {
                     return;
                 }
                 slot.timer = None;
                 if slot.spin.0 == now {
-                    slot.spin.1 += 1;
-                    assert!(
-                        slot.spin.1 <= MAX_TIMEOUTS_AT_ONE_INSTANT,
-                        "host {host} keeps asking for a timeout at {now:?} without progress"
-                    );
+                    slot.spin.1 = slot.spin.1.saturating_add(1);
                 } else {
                     slot.spin = (now, 1);
                 }
                 slot.host.handle_timeout(now);
-                self.service(host);
+                self.service(host as usize);
             }
-            Event::Depart(link) => {
-                let l = &mut self.links[link];
-                let departure = l.depart(now);
-                if let Some(at) = l.start(now) {
-                    self.agenda.push(at, Event::Depart(link));
-                }
-                match departure {
-                    Departure::Lost(packet) => self.pool.push(packet.data),
-                    Departure::Onward {
-                        packet,
-                        delay,
-                        copy,
-                    } => {
-                        let copy = copy.then(|| Packet {
-                            data: pooled(&mut self.pool, &packet.data),
-                            ..packet
-                        });
-                        self.agenda.push(now + delay, Event::Arrive(packet));
-                        if let Some(copy) = copy {
-                            self.agenda.push(now + delay, Event::Arrive(copy));
-                        }
-                    }
+            Ev::TxDone(l) => {
+                let link = &mut self.links[l as usize];
+                link.port.tx_pending = false;
+                link.finish(now);
+                // The packet just serialised is the last one on the wire.
+                let at = link.port.wire_tail;
+                self.agenda.push(at, Ev::Arrive(l));
+                self.try_start(l);
+            }
+            Ev::Arrive(l) => self.wire_arrival(l),
+            Ev::Late(i) => {
+                if let Some(pkt) = self.late[i as usize].take() {
+                    self.late_free.push(i);
+                    self.onward(pkt);
                 }
             }
-            Event::Arrive(mut packet) => {
-                packet.hop += 1;
-                let route = &self.routes[packet.route];
-                match route.links.get(packet.hop) {
-                    Some(&next) => self.enqueue(next, packet),
-                    None => {
-                        let (to, path) = (route.to.0, route.path);
-                        let host = &mut self.hosts[to].host;
-                        host.handle_datagram(now, path, &packet.data, packet.ce);
-                        self.pool.push(packet.data);
-                        self.service(to);
-                    }
-                }
+            Ev::Resume(l) => {
+                self.links[l as usize].apply_config();
+                self.try_start(l);
             }
-            Event::Resume(link) => {
-                if let Some(at) = self.links[link].start(now) {
-                    self.agenda.push(at, Event::Depart(link));
-                }
+        }
+    }
+
+    /// Starts serialising the next packet of link `l` if it is free.
+    fn try_start(&mut self, l: u32) {
+        let link = &mut self.links[l as usize];
+        if link.port.tx_pending {
+            return;
+        }
+        if let Some(done) = link.start(self.now) {
+            link.port.tx_pending = true;
+            self.agenda.push(done, Ev::TxDone(l));
+        }
+    }
+
+    /// The head packet of link `l`'s wire has arrived: it meets its fate, then
+    /// goes on. (Arrival times on a wire never decrease and each packet's event
+    /// was scheduled in wire order, so the head is the packet due.)
+    fn wire_arrival(&mut self, l: u32) {
+        let now = self.now;
+        let link = &mut self.links[l as usize];
+        let Some((_, pkt)) = link.port.wire.pop_front() else {
+            return;
+        };
+        let fate = link.fate(now, usize::from(pkt.class), usize::from(pkt.len));
+        if fate.lost {
+            self.slab.free(pkt.slot);
+            return;
+        }
+        let copy = fate.copy.then(|| Pkt {
+            slot: self.slab.copy(pkt.slot, usize::from(pkt.len)),
+            ..pkt
+        });
+        for p in std::iter::once(pkt).chain(copy) {
+            if fate.jitter == Duration::ZERO {
+                self.onward(p);
+            } else {
+                self.hold(now + fate.jitter, p);
+            }
+        }
+    }
+
+    /// Keeps a jittered packet that left its link until `at`.
+    fn hold(&mut self, at: Instant, pkt: Pkt) {
+        let i = match self.late_free.pop() {
+            Some(i) => {
+                self.late[i as usize] = Some(pkt);
+                i
+            }
+            None => {
+                self.late.push(Some(pkt));
+                self.late.len() as u32 - 1
+            }
+        };
+        self.agenda.push(at, Ev::Late(i));
+    }
+
+    /// A packet reached the end of the link at `pkt.hop` of its route: onto the
+    /// next link, or to the destination host.
+    fn onward(&mut self, mut pkt: Pkt) {
+        let now = self.now;
+        pkt.hop += 1;
+        let route = &self.routes[pkt.route as usize];
+        match route.links.get(usize::from(pkt.hop)) {
+            Some(&next) => self.enqueue(next, pkt),
+            None => {
+                let (to, path) = (route.to.0, route.path);
+                let data = self.slab.buf(pkt.slot, usize::from(pkt.len));
+                self.hosts[to].host.handle_datagram(now, path, data, pkt.ce);
+                self.slab.free(pkt.slot);
+                self.service(to);
             }
         }
     }
@@ -439,57 +532,62 @@ impl<H: Host> Network<H> {
     fn service(&mut self, host: usize) {
         let now = self.now;
         loop {
-            let slot = &mut self.hosts[host];
-            let Some(t) = slot.host.poll_transmit(now, &mut self.scratch) else {
+            let slot = self.slab.alloc();
+            let h = &mut self.hosts[host];
+            let Some(t) = h.host.poll_transmit(now, self.slab.buf_mut(slot)) else {
+                self.slab.free(slot);
                 break;
             };
-            assert!(
-                t.len <= SCRATCH_BYTES,
-                "host {host} transmitted {} bytes",
-                t.len
-            );
-            let Some(route) = slot.routes.get(usize::from(t.path)).copied().flatten() else {
+            let route = h.routes.get(usize::from(t.path)).copied().flatten();
+            let Some(route) = route.filter(|_| t.len > 0 && t.len <= self.slab.slot_len()) else {
                 self.unrouted += 1;
+                self.slab.free(slot);
                 continue;
             };
-            let packet = Packet {
-                data: pooled(&mut self.pool, &self.scratch[..t.len]),
+            let pkt = Pkt {
+                slot,
+                len: t.len as u16,
                 route,
                 hop: 0,
-                priority: t.priority,
+                class: t.priority.index() as u8,
                 ce: false,
             };
-            self.enqueue(self.routes[route].links[0], packet);
+            let first = self.routes[route as usize].links[0];
+            self.enqueue(first, pkt);
         }
         let slot = &mut self.hosts[host];
+        // Compared as the host reported it, so a timeout already due that the host
+        // keeps reporting is scheduled once, not at every service.
         let timer = slot.host.poll_timeout();
         if timer != slot.timer {
             slot.gen += 1;
             slot.timer = timer;
-            if let Some(at) = timer {
+            if let Some(t) = timer {
+                let at =
+                    if t <= now && slot.spin.0 == now && slot.spin.1 >= MAX_TIMEOUTS_AT_ONE_INSTANT
+                    {
+                        self.stuck_timers += 1;
+                        now + Duration::from_ns(1)
+                    } else {
+                        t.max(now)
+                    };
                 let gen = slot.gen;
-                self.agenda.push(at.max(now), Event::Timer { host, gen });
+                self.agenda.push(
+                    at,
+                    Ev::Timer {
+                        host: host as u32,
+                        gen,
+                    },
+                );
             }
         }
     }
 
-    fn enqueue(&mut self, link: LinkId, packet: Packet) {
-        let l = &mut self.links[link.0];
-        match l.enqueue(self.now, packet) {
-            Err(dropped) => self.pool.push(dropped.data),
-            Ok(()) => {
-                if let Some(at) = l.start(self.now) {
-                    self.agenda.push(at, Event::Depart(link.0));
-                }
-            }
+    fn enqueue(&mut self, l: u32, pkt: Pkt) {
+        if self.links[l as usize].enqueue(self.now, pkt) {
+            self.try_start(l);
+        } else {
+            self.slab.free(pkt.slot);
         }
     }
-}
-
-/// A buffer from `pool` (or a new one) holding a copy of `data`.
-fn pooled(pool: &mut Vec<Vec<u8>>, data: &[u8]) -> Vec<u8> {
-    let mut buf = pool.pop().unwrap_or_default();
-    buf.clear();
-    buf.extend_from_slice(data);
-    buf
 }

@@ -1,8 +1,12 @@
-//! One output-queued link: three strict-priority FIFO classes, a serialiser, a
-//! propagation delay and the per-packet faults (loss, duplication, jitter).
+//! One link of a [`Network`](super::Network): the simulator's output port
+//! (three strict-priority FIFO classes, a serialiser and an in-order wire, the
+//! same [`Port`] as every link of the [`Simulator`](crate::Simulator)) with
+//! per-class tail-drop limits, ECN marking and the per-packet faults applied as a
+//! packet leaves the wire (loss, duplication, jitter), decided by the one fault
+//! injector of the workspace ([`rondo_proto::fault::Faults`]).
 
-use std::collections::VecDeque;
-
+use crate::net::port::Port;
+use rondo_proto::fault::{FaultConfig, Faults, Verdict};
 use rondo_proto::rng::Rng;
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::transmit::Priority;
@@ -14,7 +18,8 @@ pub struct LinkConfig {
     /// Line rate in Gbit/s. Zero (or negative) pauses the link: packets queue but
     /// none starts serialising until the rate is raised.
     pub gbps: f64,
-    /// One-way propagation delay, added after serialisation.
+    /// One-way propagation delay, added after serialisation. Packets never
+    /// overtake each other on the wire (jitter aside).
     pub delay: Duration,
     /// Probability, in `[0, 1]`, that a packet of any class is lost as it leaves
     /// the link. `1.0` black-holes the link.
@@ -22,8 +27,8 @@ pub struct LinkConfig {
     /// Probability that a packet leaving the link is delivered twice (the copy
     /// arrives right after the original).
     pub duplicate: f64,
-    /// Each packet gets a uniform extra delay in `[0, jitter)`; packets may then
-    /// overtake each other on the wire.
+    /// Each packet gets a uniform extra delay in `[0, jitter)` as it leaves the
+    /// link; packets may then overtake each other.
     pub jitter: Duration,
     /// Tail-drop threshold of the probe class, in queued bytes.
     pub probe_queue_limit_bytes: usize,
@@ -89,9 +94,9 @@ pub struct ClassStats {
     pub sent: u64,
     /// Bytes that finished serialisation.
     pub sent_bytes: u64,
-    /// Serialised packets lost to random loss ([`LinkConfig::loss`]).
+    /// Packets lost to random loss ([`LinkConfig::loss`]) as they left the link.
     pub lost: u64,
-    /// Serialised packets delivered twice ([`LinkConfig::duplicate`]).
+    /// Packets delivered twice ([`LinkConfig::duplicate`]).
     pub duplicated: u64,
     /// Packets this link marked Congestion Experienced.
     pub ce_marked: u64,
@@ -149,50 +154,62 @@ pub struct QueueSample {
     pub bytes: usize,
 }
 
-/// A datagram inside the network.
-#[derive(Debug)]
-pub(super) struct Packet {
-    pub data: Vec<u8>,
+/// A datagram inside the network: its slab slot and where it is on its route.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Pkt {
+    pub slot: u32,
+    pub len: u16,
     /// Index of the route it follows.
-    pub route: usize,
-    /// Index, in the route, of the link it is on or has just left.
-    pub hop: usize,
-    pub priority: Priority,
+    pub route: u32,
+    /// Index, in the route, of the link it is on.
+    pub hop: u16,
+    pub class: u8,
     pub ce: bool,
 }
 
-/// What happens to a packet that finished serialisation.
-pub(super) enum Departure {
-    /// Random loss: the buffer comes back for reuse.
-    Lost(Packet),
-    /// It reaches the end of the link after `delay`; `copy`: deliver a duplicate too.
-    Onward {
-        packet: Packet,
-        delay: Duration,
-        copy: bool,
-    },
+impl Pkt {
+    pub fn bytes(&self) -> u64 {
+        u64::from(self.len)
+    }
+}
+
+/// What happens to a packet as it leaves the wire.
+pub(super) struct Fate {
+    /// Lost: it goes no further.
+    pub lost: bool,
+    /// Delivered a second time.
+    pub copy: bool,
+    /// Extra delay before it reaches the next hop.
+    pub jitter: Duration,
 }
 
 /// A link's live state.
 pub(super) struct Link {
     pub cfg: LinkConfig,
-    queues: [VecDeque<Packet>; Priority::COUNT],
-    /// Class whose head packet is being serialised.
-    serving: Option<usize>,
+    pub port: Port<Pkt>,
+    /// The packet being serialised: its class and bytes.
+    pub serving: Option<(usize, usize)>,
     stats: LinkStats,
-    /// Private stream, so faults on one link do not shift another's randomness.
-    rng: Rng,
+    /// Faults with a private stream, so faults on one link do not shift another's
+    /// randomness.
+    faults: Faults,
     trace: Option<Vec<QueueSample>>,
 }
 
 impl Link {
     pub fn new(cfg: LinkConfig, rng: Rng) -> Link {
+        let port = Port::new(
+            crate::net::fabric::NONE,
+            crate::net::fabric::NONE,
+            cfg.bits_per_sec(),
+            cfg.delay,
+        );
         Link {
             cfg,
-            queues: Default::default(),
+            port,
             serving: None,
             stats: LinkStats::default(),
-            rng,
+            faults: Faults::with_rng(FaultConfig::default(), rng),
             trace: None,
         }
     }
@@ -209,23 +226,31 @@ impl Link {
         self.trace.as_deref().unwrap_or(&[])
     }
 
-    /// Tail-drops (giving the packet back) or queues an arriving packet.
-    pub fn enqueue(&mut self, now: Instant, mut packet: Packet) -> Result<(), Packet> {
-        let class = packet.priority.index();
-        let len = packet.data.len();
+    /// Takes the configured rate and delay into the port (from the next packet
+    /// to start serialising).
+    pub fn apply_config(&mut self) {
+        self.port.set_rate(self.cfg.bits_per_sec());
+        self.port.delay = self.cfg.delay;
+    }
+
+    /// Tail-drops (false) or queues an arriving packet, marking it CE when the data
+    /// class is above the ECN threshold.
+    pub fn enqueue(&mut self, now: Instant, mut pkt: Pkt) -> bool {
+        let class = usize::from(pkt.class);
+        let len = usize::from(pkt.len);
         let c = &mut self.stats.classes[class];
         if c.queue_bytes.saturating_add(len) > self.cfg.limit(class) {
             c.dropped_tail += 1;
-            return Err(packet);
+            return false;
         }
         if class == Priority::Data.index()
-            && !packet.ce
+            && !pkt.ce
             && self
                 .cfg
                 .ecn_threshold_bytes
                 .is_some_and(|k| c.queue_bytes > k)
         {
-            packet.ce = true;
+            pkt.ce = true;
             c.ce_marked += 1;
         }
         c.enqueued += 1;
@@ -234,59 +259,67 @@ impl Link {
         c.max_queue_bytes = c.max_queue_bytes.max(c.queue_bytes);
         self.stats.queue_bytes += len;
         self.stats.max_queue_bytes = self.stats.max_queue_bytes.max(self.stats.queue_bytes);
-        self.queues[class].push_back(packet);
+        self.port.push(now, class, pkt, pkt.bytes());
         self.sample(now);
-        Ok(())
+        true
     }
 
     /// If the serialiser is free, the rate non-zero and a packet waiting, starts
-    /// serialising the head of the highest non-empty class and returns when it
-    /// will have left.
+    /// serialising the head of the highest non-empty class (it goes on the wire at
+    /// once, arriving at `port.wire_tail`). Returns when it will have been
+    /// serialised.
     pub fn start(&mut self, now: Instant) -> Option<Instant> {
-        if self.serving.is_some() {
+        if self.serving.is_some() || self.port.bps == 0 {
             return None;
         }
-        let bps = self.cfg.bits_per_sec();
-        if bps == 0 {
-            return None;
-        }
-        let class = self.queues.iter().position(|q| !q.is_empty())?;
-        let len = self.queues[class][0].data.len();
-        self.serving = Some(class);
-        Some(now + Duration::serialisation(len as u64, bps))
+        let (class, pkt) = self.port.serialise_next(now, Pkt::bytes)?;
+        self.serving = Some((class, usize::from(pkt.len)));
+        Some(self.port.busy_until)
     }
 
-    /// The packet being serialised has left: dequeues it and draws its fate
-    /// (loss, then duplication, then jitter).
-    pub fn depart(&mut self, now: Instant) -> Departure {
-        let class = self.serving.take().expect("departure from an idle link");
-        let packet = self.queues[class]
-            .pop_front()
-            .expect("serving an empty class");
-        let len = packet.data.len();
+    /// The packet being serialised has been serialised.
+    pub fn finish(&mut self, now: Instant) {
+        let Some((class, len)) = self.serving.take() else {
+            return;
+        };
         let c = &mut self.stats.classes[class];
         c.queue_bytes -= len;
         c.sent += 1;
         c.sent_bytes += len as u64;
         self.stats.queue_bytes -= len;
         self.sample(now);
-        if self.rng.chance(self.cfg.loss) {
-            self.stats.classes[class].lost += 1;
-            return Departure::Lost(packet);
-        }
-        let copy = self.rng.chance(self.cfg.duplicate);
-        if copy {
-            self.stats.classes[class].duplicated += 1;
-        }
-        let mut delay = self.cfg.delay;
-        let jitter = self.cfg.jitter.as_ps();
-        if jitter > 0 {
-            delay += Duration::from_ps(self.rng.gen_range(0..jitter));
-        }
-        Departure::Onward {
-            packet,
-            delay,
-            copy,
+    }
+
+    /// Draws the fate of a packet of `class` and `len` bytes leaving the wire at
+    /// `now`: loss, then duplication, then jitter.
+    pub fn fate(&mut self, now: Instant, class: usize, len: usize) -> Fate {
+        self.faults.set_config(FaultConfig {
+            loss: self.cfg.loss,
+            duplicate: self.cfg.duplicate,
+            jitter: self.cfg.jitter,
+            ..FaultConfig::default()
+        });
+        match self.faults.judge(now, 0, len) {
+            Verdict::Drop(_) => {
+                self.stats.classes[class].lost += 1;
+                Fate {
+                    lost: true,
+                    copy: false,
+                    jitter: Duration::ZERO,
+                }
+            }
+            Verdict::Pass {
+                duplicate, delay, ..
+            } => {
+                if duplicate {
+                    self.stats.classes[class].duplicated += 1;
+                }
+                Fate {
+                    lost: false,
+                    copy: duplicate,
+                    jitter: delay,
+                }
+            }
         }
     }
 

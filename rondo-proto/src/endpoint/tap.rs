@@ -1,0 +1,73 @@
+//! The endpoint's measurement tap ([`MetricsTap`]): every datagram handed in and
+//! every data packet written is reported, with the NIC-level OOD and RBO the
+//! endpoint's shared reorder buffer had, so that drivers never read it themselves.
+
+use super::Endpoint;
+use crate::tap::{MetricsTap, TapCounters, TapEvent};
+use crate::time::Instant;
+use crate::wire;
+
+impl MetricsTap for Endpoint {
+    fn set_tap(&mut self, on: bool) {
+        self.tap.set_on(on);
+    }
+
+    fn poll_tap(&mut self) -> Option<TapEvent> {
+        self.tap.pop()
+    }
+
+    fn tap_counters(&self) -> TapCounters {
+        TapCounters {
+            spurious_retransmissions: self.closed_spurious
+                + self
+                    .connections()
+                    .map(|c| c.sender_stats().spurious_retransmissions)
+                    .sum::<u64>(),
+            reorder_drops: self.buffer.stats().all_flows.dropped_full,
+            nic_ood: self.buffer.nic_ood(),
+        }
+    }
+}
+
+impl Endpoint {
+    /// [`Endpoint::receive`], reported to the tap as one [`TapEvent::Arrival`].
+    pub(super) fn receive_tapped(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
+        let s = self.buffer.stats().all_flows;
+        let seen = s.in_order + s.buffered;
+        let nic_ood = self.buffer.nic_ood();
+        let rbo_slots = self.buffer.used_slots() as u64;
+        let conn = (data.len() >= wire::COMMON_HEADER_LEN)
+            .then(|| wire::Packet::new_unchecked(data).flow())
+            .and_then(|f| self.by_flow.get(&f).copied());
+        let before = conn
+            .and_then(|i| self.conns[i].open())
+            .map(|c| c.receiver_stats().bytes_delivered);
+        let ok = self.receive(now, path, data, ecn_ce).is_ok();
+        let (flow, delivered) = match (conn, before) {
+            (Some(i), Some(b)) if ok => match self.conns[i].open() {
+                Some(c) => (Some(c.local_flow()), c.receiver_stats().bytes_delivered - b),
+                None => (None, 0),
+            },
+            _ => (None, 0),
+        };
+        let s = self.buffer.stats().all_flows;
+        self.tap.record(TapEvent::Arrival {
+            flow,
+            nic_ood,
+            rbo_slots,
+            new_data: s.in_order + s.buffered > seen,
+            delivered,
+        });
+    }
+
+    /// Reports a data packet just written by connection `flow` to the tap.
+    pub(super) fn tap_data_sent(&mut self, flow: u32, psn: u32, retransmission: bool) {
+        if self.tap.is_on() {
+            self.tap.record(TapEvent::DataSent {
+                flow,
+                psn,
+                retransmission,
+            });
+        }
+    }
+}
