@@ -23,7 +23,7 @@ pub(super) struct Schedule {
     /// `(deadline, index)` of every connection with a deadline.
     timers: BTreeSet<(Instant, u32)>,
     /// Connections whose deadline is at or before `horizon`.
-    ready: BTreeSet<u32>,
+    ready: IndexSet,
     /// The latest `now` that [`Schedule::advance`] has seen.
     horizon: Instant,
     /// Connections that may have events queued, each at most once (`queued`).
@@ -36,6 +36,7 @@ impl Schedule {
     pub(super) fn push(&mut self) {
         self.deadline.push(None);
         self.queued.push(false);
+        self.ready.grow(self.deadline.len());
     }
 
     /// Connection `i`'s deadline is now `t`.
@@ -53,13 +54,13 @@ impl Schedule {
             Some(t) => {
                 self.timers.insert((t, key));
                 if t <= self.horizon {
-                    self.ready.insert(key);
+                    self.ready.insert(i);
                 } else {
-                    self.ready.remove(&key);
+                    self.ready.remove(i);
                 }
             }
             None => {
-                self.ready.remove(&key);
+                self.ready.remove(i);
             }
         }
     }
@@ -84,20 +85,14 @@ impl Schedule {
         let from = Bound::Excluded((self.horizon, u32::MAX));
         let to = Bound::Included((now, u32::MAX));
         for &(_, i) in self.timers.range((from, to)) {
-            self.ready.insert(i);
+            self.ready.insert(i as usize);
         }
         self.horizon = now;
     }
 
     /// The first ready connection with an index in `from..to`.
     pub(super) fn next_ready(&self, from: usize, to: usize) -> Option<usize> {
-        if from >= to {
-            return None;
-        }
-        self.ready
-            .range(from as u32..to.min(u32::MAX as usize) as u32)
-            .next()
-            .map(|&i| i as usize)
+        self.ready.next_from(from).filter(|&i| i < to)
     }
 
     /// Appends to `out` every connection whose deadline is at or before `now`, in
@@ -129,9 +124,101 @@ impl Schedule {
     }
 }
 
+/// A set of connection indices as a two-level bitmap: insertion and removal in
+/// O(1), the next member at or after an index in O(n / 4096) at worst (a word
+/// of the summary covers 4,096 indices), with no allocation once grown. (A
+/// `BTreeSet` range query per transmit cost 2% of a two-host simulation.)
+#[derive(Debug, Default)]
+struct IndexSet {
+    words: Vec<u64>,
+    /// Bit `j` set when `words[j]` is not zero.
+    summary: Vec<u64>,
+}
+
+impl IndexSet {
+    /// Room for indices below `n`.
+    fn grow(&mut self, n: usize) {
+        let words = n.div_ceil(64);
+        if words > self.words.len() {
+            self.words.resize(words, 0);
+            self.summary.resize(words.div_ceil(64), 0);
+        }
+    }
+
+    fn insert(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+        self.summary[i / 4096] |= 1 << (i / 64 % 64);
+    }
+
+    fn remove(&mut self, i: usize) {
+        let w = &mut self.words[i / 64];
+        *w &= !(1 << (i % 64));
+        if *w == 0 {
+            self.summary[i / 4096] &= !(1 << (i / 64 % 64));
+        }
+    }
+
+    /// The smallest member at or after `from`.
+    fn next_from(&self, from: usize) -> Option<usize> {
+        let w = from / 64;
+        let here = *self.words.get(w)? & (u64::MAX << (from % 64));
+        if here != 0 {
+            return Some(w * 64 + here.trailing_zeros() as usize);
+        }
+        // The next non-zero word after `w`, through the summary.
+        let next = w + 1;
+        let mut s = next / 64;
+        let mut bits = self.summary.get(s).map_or(0, |b| {
+            if next % 64 == 0 {
+                *b
+            } else {
+                b & (u64::MAX << (next % 64))
+            }
+        });
+        loop {
+            if bits != 0 {
+                let word = s * 64 + bits.trailing_zeros() as usize;
+                return Some(word * 64 + self.words[word].trailing_zeros() as usize);
+            }
+            s += 1;
+            bits = *self.summary.get(s)?;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bitmap answers `next_from` as a sorted set does, over inserts and
+    /// removes spread across several summary words.
+    #[test]
+    fn index_set_matches_a_sorted_set() {
+        let n = 20_000;
+        let mut set = IndexSet::default();
+        set.grow(n);
+        let mut model = BTreeSet::new();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for step in 0..60_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = (x % n as u64) as usize;
+            if step % 3 == 0 {
+                set.remove(i);
+                model.remove(&i);
+            } else {
+                set.insert(i);
+                model.insert(i);
+            }
+            let from = ((x >> 20) % (n as u64 + 10)) as usize;
+            assert_eq!(set.next_from(from), model.range(from..).next().copied());
+        }
+        for i in model.clone() {
+            set.remove(i);
+        }
+        assert_eq!(set.next_from(0), None);
+    }
 
     fn at(ns: u64) -> Option<Instant> {
         Some(Instant::from_ns(ns))
