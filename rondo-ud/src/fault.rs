@@ -176,6 +176,55 @@ impl<H: Host> FaultInjector<H> {
     }
 
     /// A transmit-side held datagram that is due, written into `buf`.
+    /// The next datagram that goes out now on the transmit side: a held one that
+    /// is due, else the host's next that its verdict lets pass at once (written
+    /// into `buf` first, copied into `tx` when it goes).
+    fn transmit_judged<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
+        loop {
+            if let Some(t) = self.send_due(now, tx) {
+                return Some(t);
+            }
+            let t = self.inner.poll_transmit(now, buf)?;
+            let Verdict::Pass {
+                duplicate,
+                corrupt: flip,
+                delay,
+                hold,
+            } = self.tx.as_mut()?.judge(now, t.path, t.len)
+            else {
+                continue;
+            };
+            if let Some(f) = flip {
+                corrupt(&mut buf[..t.len], f);
+            }
+            self.tx_held.tick();
+            let copies = 1 + usize::from(duplicate);
+            let held = delay > rondo_proto::Duration::ZERO || hold > 0;
+            // Held: every copy waits; duplicated only: the copy goes next.
+            for _ in 0..(if held { copies } else { copies - 1 }) {
+                let data = self.tx_held.buffer(&buf[..t.len]);
+                self.tx_held.keep(Held {
+                    at: now + delay,
+                    after: hold,
+                    path: t.path,
+                    ecn_ce: false,
+                    transmit: Some(t),
+                    data,
+                });
+            }
+            if !held {
+                tx.take(t.path, t.priority, t.len)
+                    .copy_from_slice(&buf[..t.len]);
+                return Some(t);
+            }
+        }
+    }
+
     fn send_due<B: TxBuffer + ?Sized>(&mut self, now: Instant, tx: &mut B) -> Option<Transmit> {
         let i = self.tx_held.due(now)?;
         let h = &self.tx_held.held[i];
@@ -242,59 +291,13 @@ impl<H: Host> Host for FaultInjector<H> {
         if self.tx.is_none() {
             return self.inner.poll_transmit(now, tx);
         }
-        loop {
-            if let Some(t) = self.send_due(now, tx) {
-                return Some(t);
-            }
-            // The wrapper must see (and may keep) the whole datagram: the host
-            // writes it here, never by reference, and it is copied out when it goes.
-            let mut buf = std::mem::take(&mut self.scratch);
-            buf.resize(tx.capacity(), 0);
-            let sent = self.inner.poll_transmit(now, &mut buf[..]);
-            let verdict = match (sent, self.tx.as_mut()) {
-                (Some(t), Some(faults)) => Some((t, faults.judge(now, t.path, t.len))),
-                _ => None,
-            };
-            let Some((t, verdict)) = verdict else {
-                self.scratch = buf;
-                return None;
-            };
-            let Verdict::Pass {
-                duplicate,
-                corrupt: flip,
-                delay,
-                hold,
-            } = verdict
-            else {
-                self.scratch = buf;
-                continue;
-            };
-            if let Some(f) = flip {
-                corrupt(&mut buf[..t.len], f);
-            }
-            self.tx_held.tick();
-            let copies = 1 + usize::from(duplicate);
-            let held = delay > rondo_proto::Duration::ZERO || hold > 0;
-            // Held: every copy waits; duplicated only: the copy goes next.
-            for _ in 0..(if held { copies } else { copies - 1 }) {
-                let data = self.tx_held.buffer(&buf[..t.len]);
-                self.tx_held.keep(Held {
-                    at: now + delay,
-                    after: hold,
-                    path: t.path,
-                    ecn_ce: false,
-                    transmit: Some(t),
-                    data,
-                });
-            }
-            if !held {
-                tx.take(t.path, t.priority, t.len)
-                    .copy_from_slice(&buf[..t.len]);
-                self.scratch = buf;
-                return Some(t);
-            }
-            self.scratch = buf;
-        }
+        // The wrapper must see (and may keep) the whole datagram: the host writes
+        // it here, never by reference, and it is copied out when it goes.
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.resize(tx.capacity(), 0);
+        let t = self.transmit_judged(now, tx, &mut buf);
+        self.scratch = buf;
+        t
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

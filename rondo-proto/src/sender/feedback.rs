@@ -51,10 +51,13 @@ impl Sender {
         };
         // Everything below `sent_end` has a table entry; PSNs never sent have tx_count 0.
         let sent_end = c.base + c.table.len() as u64;
-        let never_sent = acked >= c.base
-            && c.table
-                .get((acked - c.base) as usize)
-                .is_none_or(|e| e.tx_count == 0);
+        // The acknowledged packet's entry as it was when the feedback arrived
+        // (`None` below `base`: delivered and forgotten).
+        let entry = acked
+            .checked_sub(c.base)
+            .and_then(|i| c.table.get(i as usize))
+            .copied();
+        let never_sent = acked >= c.base && entry.is_none_or(|e| e.tx_count == 0);
         if acked >= sent_end || cum > sent_end || never_sent {
             c.stats.bad_feedback += 1;
             return false;
@@ -88,17 +91,13 @@ impl Sender {
                 // come back in order, and packets sent in one burst share a send
                 // time; a duplicate, or a replayed old DATA, echoes an older one).
                 // Either says nothing about the path's RTT now.
-                let newest = acked < c.base
-                    || c.table
-                        .get((acked - c.base) as usize)
-                        .is_some_and(|e| e.sent_at.as_ns() == fb.echo_timestamp_ns);
+                let newest = entry.is_none_or(|e| e.sent_at.as_ns() == fb.echo_timestamp_ns);
                 let fresh = c.paths[path]
                     .last_sample
                     .is_none_or(|last| (fb.echo_timestamp_ns, acked) > last);
-                let newest = newest && fresh;
                 if let Some(rtt) = now
                     .checked_since(echo)
-                    .filter(|r| newest && *r > Duration::ZERO)
+                    .filter(|r| newest && fresh && *r > Duration::ZERO)
                 {
                     let gain = c.cfg.delay_gain;
                     c.paths[path].on_rtt_sample(rtt, gain);
@@ -123,19 +122,15 @@ impl Sender {
             }
         }
         let mut progress = false;
-        if acked >= c.base {
-            let idx = (acked - c.base) as usize;
-            if idx < c.table.len() {
-                if nak.is_some() {
-                    // The path delivered it; the receiver refused it. Not a path loss.
-                    c.declare_lost(acked, now, true);
-                } else {
-                    let e = c.table[idx];
-                    if !e.acked && e.tx_count > 1 && echo.as_ns() < e.sent_at.as_ns() {
-                        c.stats.spurious_retransmissions += 1;
-                    }
-                    progress |= c.mark_acked(acked, true);
+        if let Some(e) = entry {
+            if nak.is_some() {
+                // The path delivered it; the receiver refused it. Not a path loss.
+                c.declare_lost(acked, now, true);
+            } else {
+                if !e.acked && e.tx_count > 1 && echo.as_ns() < e.sent_at.as_ns() {
+                    c.stats.spurious_retransmissions += 1;
                 }
+                progress |= c.mark_acked(acked, true);
             }
         }
         let end = c.base + c.table.len() as u64;
