@@ -19,7 +19,14 @@
 //! // Every datagram handed in is reported, even one the transport could not use.
 //! assert_eq!(
 //!     ep.poll_tap(),
-//!     Some(TapEvent::Arrival { flow: None, nic_ood: 0, rbo_slots: 0, new_data: false, delivered: 0 })
+//!     Some(TapEvent::Arrival {
+//!         flow: None,
+//!         nic_ood: 0,
+//!         rbo_slots: 0,
+//!         new_data: false,
+//!         discarded: false,
+//!         delivered: 0,
+//!     })
 //! );
 //! assert_eq!(ep.poll_tap(), None);
 //! ```
@@ -52,6 +59,11 @@ pub enum TapEvent {
         /// It carried data new to the receiver (delivered in order or buffered),
         /// not a duplicate, a drop or a control packet.
         new_data: bool,
+        /// It carried data the transport threw away without keeping it (its
+        /// reorder buffer was full, the PSN lay beyond the receive window, or the
+        /// receiver policy refused it): the sender has to send it again, so a
+        /// driver counts it as a loss, like a drop in the network.
+        discarded: bool,
         /// Payload bytes it let the connection deliver in order to the application.
         delivered: u64,
     },

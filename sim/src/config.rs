@@ -65,6 +65,9 @@ pub struct SwitchConfig {
     pub ecn: Option<EcnConfig>,
     /// PFC on the data class; `None` (default) means lossy queues.
     pub pfc: Option<PfcConfig>,
+    /// Probability that a switch drops a packet it forwards, at every switch egress
+    /// (random loss, as from corruption: every class; 0 by default). Seeded.
+    pub loss: f64,
 }
 
 impl Default for SwitchConfig {
@@ -75,6 +78,7 @@ impl Default for SwitchConfig {
             probe_queue_limit_packets: 2,
             ecn: Some(EcnConfig::default()),
             pfc: None,
+            loss: 0.0,
         }
     }
 }
@@ -120,6 +124,9 @@ impl SimConfig {
                 s.data_queue_limit_bytes,
                 ">= mtu",
             ));
+        }
+        if !(s.loss.is_finite() && (0.0..1.0).contains(&s.loss)) {
+            return Err(config_err("switch.loss", s.loss, "a probability in [0, 1)"));
         }
         if let Some(e) = &s.ecn {
             if e.kmin_bytes >= e.kmax_bytes {

@@ -39,16 +39,22 @@ impl Endpoint {
         let conn = (data.len() >= wire::COMMON_HEADER_LEN)
             .then(|| wire::Packet::new_unchecked(data).flow())
             .and_then(|f| self.by_flow.get(&f).copied());
-        let before = conn
-            .and_then(|i| self.conns[i].open())
-            .map(|c| c.receiver_stats().bytes_delivered);
+        let before = conn.and_then(|i| self.conns[i].open()).map(|c| {
+            (
+                c.receiver_stats().bytes_delivered,
+                discards(c.receiver_stats()),
+            )
+        });
         let ok = self.receive(now, path, data, ecn_ce).is_ok();
-        let (flow, delivered) = match (conn, before) {
-            (Some(i), Some(b)) if ok => match self.conns[i].open() {
-                Some(c) => (Some(c.local_flow()), c.receiver_stats().bytes_delivered - b),
-                None => (None, 0),
+        let (flow, delivered, discarded) = match (conn, before) {
+            (Some(i), Some((b, d))) if ok => match self.conns[i].open() {
+                Some(c) => {
+                    let r = c.receiver_stats();
+                    (Some(c.local_flow()), r.bytes_delivered - b, discards(r) > d)
+                }
+                None => (None, 0, false),
             },
-            _ => (None, 0),
+            _ => (None, 0, false),
         };
         let s = self.buffer.stats().all_flows;
         self.tap.record(TapEvent::Arrival {
@@ -56,6 +62,7 @@ impl Endpoint {
             nic_ood,
             rbo_slots,
             new_data: s.in_order + s.buffered > seen,
+            discarded,
             delivered,
         });
     }
@@ -70,4 +77,9 @@ impl Endpoint {
             });
         }
     }
+}
+
+/// Data packets a receiver threw away without keeping them.
+fn discards(r: &crate::ReceiverStats) -> u64 {
+    r.refused + r.dropped_buffer_full + r.dropped_out_of_window
 }

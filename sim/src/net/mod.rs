@@ -39,7 +39,13 @@ pub(crate) struct Slab {
     chunks: Vec<Box<[u8]>>,
     slots: u32,
     free: Vec<u32>,
+    /// (flow index, PSN) of the data packet each slot holds, `NO_DATA` for
+    /// anything else: what a drop is recorded against.
+    data: Vec<(u32, u32)>,
 }
+
+/// [`Slab`]'s tag of a slot that holds no tracked data packet.
+const NO_DATA: (u32, u32) = (u32::MAX, 0);
 
 /// Slots per chunk of the [`Slab`].
 const SLAB_CHUNK: usize = 1024;
@@ -51,6 +57,7 @@ impl Slab {
             chunks: Vec::new(),
             slots: 0,
             free: Vec::new(),
+            data: Vec::new(),
         }
     }
 
@@ -61,10 +68,12 @@ impl Slab {
 
     pub fn alloc(&mut self) -> u32 {
         if let Some(i) = self.free.pop() {
+            self.data[i as usize] = NO_DATA;
             return i;
         }
         let i = self.slots;
         self.slots += 1;
+        self.data.push(NO_DATA);
         if i as usize / SLAB_CHUNK == self.chunks.len() {
             self.chunks
                 .push(vec![0u8; SLAB_CHUNK * self.mtu].into_boxed_slice());
@@ -74,6 +83,17 @@ impl Slab {
 
     pub fn free(&mut self, i: u32) {
         self.free.push(i);
+    }
+
+    /// Tags slot `i` with the (flow index, PSN) of the data packet it holds.
+    pub fn set_data(&mut self, i: u32, data: Option<(u32, u32)>) {
+        self.data[i as usize] = data.unwrap_or(NO_DATA);
+    }
+
+    /// The (flow index, PSN) slot `i` was tagged with, if any.
+    pub fn data(&self, i: u32) -> Option<(u32, u32)> {
+        let d = self.data[i as usize];
+        (d != NO_DATA).then_some(d)
     }
 
     /// Chunk and byte offset of slot `i`.

@@ -473,6 +473,16 @@ fn check_switch(file: &str, s: &SwitchSpec) -> Result<(), ScenarioError> {
             ));
         }
     }
+    if let Some(p) = s.loss {
+        if !(p.is_finite() && (0.0..1.0).contains(&p)) {
+            return Err(ScenarioError::invalid(
+                file,
+                "switch.loss",
+                p,
+                "a probability from 0 up to (not including) 1",
+            ));
+        }
+    }
     if let (Some(off), Some(on)) = (s.pfc_xoff_kb, s.pfc_xon_kb) {
         if on > off {
             return Err(ScenarioError::invalid(

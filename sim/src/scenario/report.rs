@@ -67,6 +67,8 @@ pub struct NicDistribution {
     pub nic_avg: f64,
     /// 99th percentile.
     pub nic_p99: u64,
+    /// 99.9th percentile.
+    pub nic_p999: u64,
     /// Maximum.
     pub nic_max: u64,
 }
@@ -104,10 +106,18 @@ impl Percentiles {
 /// Retransmission counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Retransmissions {
+    /// Data packets sent (first transmissions and retransmissions).
+    pub data_packets: u64,
     /// Data packets retransmitted.
     pub packets: u64,
-    /// Retransmissions of packets the receiver already had.
+    /// Retransmissions of packets that were not lost (a copy had arrived or was
+    /// on its way): the simulator's count, from every drop it made.
     pub spurious: u64,
+    /// `spurious / data_packets`.
+    pub spurious_ratio: f64,
+    /// Retransmissions the transport found spurious itself (the original's ACK
+    /// came after the retransmission).
+    pub reported_spurious: u64,
     /// Mean time from a packet's first transmission to its retransmission, us.
     pub mean_delay_us: f64,
 }
@@ -122,6 +132,8 @@ pub struct Drops {
     pub switch: u64,
     /// Probes dropped at the probe queue threshold.
     pub probe: u64,
+    /// Packets of any class dropped at random (`switch.loss`).
+    pub random: u64,
 }
 
 /// Switch queue figures.

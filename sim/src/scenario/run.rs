@@ -140,6 +140,9 @@ fn switch_config(s: &SwitchSpec) -> SwitchConfig {
         }
         p
     });
+    if let Some(x) = s.loss {
+        c.loss = x;
+    }
     c
 }
 
@@ -343,6 +346,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
     let dist = |h: &rondo_proto::Histogram| NicDistribution {
         nic_avg: h.mean(),
         nic_p99: h.quantile(0.99),
+        nic_p999: h.quantile(0.999),
         nic_max: h.max(),
     };
     let max_port = m
@@ -371,14 +375,18 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
         flows_total: m.flows_finite as u64,
         flows_long: (m.flows.len() - finite.len()) as u64,
         retx: Retransmissions {
+            data_packets: m.retx.data_packets,
             packets: m.retx.packets,
             spurious: m.retx.spurious,
+            spurious_ratio: m.retx.spurious_ratio,
+            reported_spurious: m.retx.reported_spurious,
             mean_delay_us: m.retx.mean_delay.map_or(0.0, Duration::as_us_f64),
         },
         drops: Drops {
             reorder_buffer: m.drops.reorder_buffer,
             switch: m.drops.switch() + m.drops.link_down + m.drops.no_route,
             probe: m.drops.probe,
+            random: m.drops.random,
         },
         queue: Queues {
             max_interpath_diff_kb: m.max_interpath_queue_diff_bytes as f64 / 1024.0,

@@ -158,6 +158,9 @@ pub struct SwitchSpec {
     pub pfc_xoff_kb: Option<f64>,
     /// PFC: ingress bytes that send a resume, KB.
     pub pfc_xon_kb: Option<f64>,
+    /// Random loss: the probability that each switch egress drops a packet
+    /// (for example 0.001), seeded by the scenario's seed.
+    pub loss: Option<f64>,
 }
 
 /// Baselines a scenario may already name, to come with the baselines issue: a

@@ -163,13 +163,44 @@ pub(crate) struct FlowState {
     pub delivered: u64,
     pub next_msg: u64,
     pub posted_bytes: u64,
-    /// First transmission (PSN, time) of recent packets, for the retransmission
-    /// delay: a ring indexed by PSN, grown up to [`FIRST_SENT_RING`] entries.
-    pub first_sent: Vec<(u32, Instant)>,
+    /// What the network did with recent PSNs (first transmission time, copies
+    /// sent and lost), for the retransmission delay and for telling spurious
+    /// retransmissions: a ring indexed by PSN, grown up to [`FIRST_SENT_RING`]
+    /// entries.
+    pub first_sent: Vec<SentRecord>,
     /// The sending connection is closed (every message acknowledged).
     pub src_closed: bool,
     /// The receiving connection is closed; what it delivered.
     pub dst_closed: Option<u64>,
+}
+
+/// The network's record of one PSN of a flow: what only the simulator knows
+/// (a transport can only guess which of its packets were lost).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SentRecord {
+    pub psn: u32,
+    /// Copies sent (first transmission and retransmissions), saturating.
+    pub sent: u16,
+    /// Copies dropped by the network or thrown away by the receiver, saturating.
+    pub lost: u16,
+    /// First transmission; `Instant::MAX` marks an unused entry.
+    pub first: Instant,
+}
+
+impl SentRecord {
+    const UNUSED: SentRecord = SentRecord {
+        psn: 0,
+        sent: 0,
+        lost: 0,
+        first: Instant::MAX,
+    };
+
+    /// The record of `psn` in `ring`, if it is still there.
+    fn of(ring: &mut [SentRecord], psn: u32) -> Option<&mut SentRecord> {
+        let mask = ring.len().wrapping_sub(1);
+        ring.get_mut(psn as usize & mask)
+            .filter(|r| r.psn == psn && r.first != Instant::MAX)
+    }
 }
 
 impl Simulator {
@@ -464,9 +495,12 @@ impl Simulator {
             return;
         }
         let class = t.priority.index();
-        if let Some((psn, retx)) = sent.filter(|_| t.priority == Priority::Data && sender) {
+        let data = sent.filter(|_| t.priority == Priority::Data && sender);
+        if let Some((psn, retx)) = data {
             self.note_data_sent(f, psn, retx);
         }
+        self.slab
+            .set_data(slot, data.map(|(psn, _)| (f as u32, psn)));
         let key = self.packet_key(host, dst, t.flow, t.path);
         let m = Meta {
             slot,
@@ -481,7 +515,7 @@ impl Simulator {
         let nic = self.fabric.nic[host as usize];
         if self.ports[nic as usize].failed {
             self.counters.drop_link_down += 1;
-            self.slab.free(slot);
+            self.lose(m);
             return;
         }
         // A NIC's queue of probes is bounded (see NIC_PROBE_QUEUE_BYTES).
@@ -495,36 +529,72 @@ impl Simulator {
     }
 
     /// Retransmission accounting of a data packet of flow `f` with `psn`, from the
-    /// sending endpoint's tap ([`TapEvent::DataSent`]).
+    /// sending endpoint's tap ([`TapEvent::DataSent`]): a retransmission is
+    /// spurious when fewer copies of its PSN were lost than were sent before it
+    /// (one of them arrived, or is still on its way).
     fn note_data_sent(&mut self, f: usize, psn: u32, retx: bool) {
         let now = self.now;
+        let measuring = self.measuring;
         let fl = &mut self.flows[f];
         let ring = &mut fl.first_sent;
+        if measuring {
+            self.counters.data_packets += 1;
+        }
         if retx {
-            if !self.measuring {
+            let Some(r) = SentRecord::of(ring, psn) else {
+                if measuring {
+                    self.counters.retx_packets += 1;
+                }
                 return;
-            }
-            self.counters.retx_packets += 1;
-            if let Some(&(p, first)) = ring.get(psn as usize & ring.len().wrapping_sub(1)) {
-                if p == psn && first != Instant::MAX {
-                    self.counters.retx_delay_ps += u128::from(now.saturating_since(first).as_ps());
-                    self.counters.retx_delay_samples += 1;
+            };
+            if measuring {
+                self.counters.retx_packets += 1;
+                self.counters.retx_delay_ps += u128::from(now.saturating_since(r.first).as_ps());
+                self.counters.retx_delay_samples += 1;
+                if r.lost < r.sent {
+                    self.counters.spurious += 1;
                 }
             }
+            r.sent = r.sent.saturating_add(1);
             return;
         }
         let offset = psn.wrapping_sub(fl.cfg.initial_psn) as usize;
         if offset >= ring.len() && ring.len() < FIRST_SENT_RING {
             // Grow to cover the offset; entries move to their new slots.
             let size = (offset + 1).next_power_of_two().clamp(64, FIRST_SENT_RING);
-            let mut grown = vec![(0, Instant::MAX); size];
-            for &(p, t) in ring.iter().filter(|(_, t)| *t != Instant::MAX) {
-                grown[p as usize & (size - 1)] = (p, t);
+            let mut grown = vec![SentRecord::UNUSED; size];
+            for r in ring.iter().filter(|r| r.first != Instant::MAX) {
+                grown[r.psn as usize & (size - 1)] = *r;
             }
             *ring = grown;
         }
         let mask = ring.len() - 1;
-        ring[psn as usize & mask] = (psn, now);
+        ring[psn as usize & mask] = SentRecord {
+            psn,
+            sent: 1,
+            lost: 0,
+            first: now,
+        };
+    }
+
+    /// Drops packet `m` (its cause already counted): a data packet's loss is
+    /// recorded against its PSN, then its slot is freed.
+    pub(crate) fn lose(&mut self, m: Meta) {
+        self.note_lost(m.slot);
+        self.slab.free(m.slot);
+    }
+
+    /// Records that the data packet in `slot` (if it is one) did not make it.
+    fn note_lost(&mut self, slot: u32) {
+        let Some((f, psn)) = self.slab.data(slot) else {
+            return;
+        };
+        let Some(fl) = self.flows.get_mut(f as usize) else {
+            return;
+        };
+        if let Some(r) = SentRecord::of(&mut fl.first_sent, psn) {
+            r.lost = r.lost.saturating_add(1);
+        }
     }
 
     /// A packet reached host `host`.
@@ -549,7 +619,7 @@ impl Simulator {
         }
         let bytes = self.slab.buf(m.slot, usize::from(m.len));
         self.hosts[hi].ep.handle_datagram(now, m.path, bytes, m.ce);
-        self.slab.free(m.slot);
+        let mut thrown_away = false;
         // What the receiving endpoint reports: NIC-level OOD and RBO just before
         // this packet, whether it was new data, what it delivered, and to whom.
         let mut local = u32::MAX;
@@ -559,11 +629,13 @@ impl Simulator {
                 nic_ood,
                 rbo_slots,
                 new_data,
+                discarded,
                 delivered,
             } = e
             else {
                 continue;
             };
+            thrown_away |= discarded;
             if measure {
                 self.nic_ood.record(nic_ood);
                 self.nic_rbo.record(rbo_slots);
@@ -578,6 +650,10 @@ impl Simulator {
                 }
             }
         }
+        if thrown_away {
+            self.note_lost(m.slot);
+        }
+        self.slab.free(m.slot);
         self.drain(local);
         self.service(host);
     }

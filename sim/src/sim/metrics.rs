@@ -9,10 +9,19 @@ use rondo_proto::Histogram;
 /// Retransmissions in the window.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RetxMetrics {
+    /// Data packets sent (first transmissions and retransmissions).
+    pub data_packets: u64,
     /// Retransmitted data packets.
     pub packets: u64,
-    /// Retransmissions whose original was acknowledged after all (engine count).
+    /// Retransmissions of packets that were not lost: an earlier copy of the PSN
+    /// had arrived or was still on its way (the simulator knows every drop, in
+    /// the network and at the receiver).
     pub spurious: u64,
+    /// `spurious / data_packets` (0 with no data sent).
+    pub spurious_ratio: f64,
+    /// Retransmissions the transport itself found spurious (an ACK for the
+    /// original arrived after the retransmission): its own, partial, view.
+    pub reported_spurious: u64,
     /// Mean time from a packet's first transmission to its retransmission.
     pub mean_delay: Option<Duration>,
 }
@@ -32,6 +41,8 @@ pub struct Drops {
     pub link_down: u64,
     /// Packets with no route (a host sending for an unknown flow).
     pub no_route: u64,
+    /// Packets dropped at random (`switch.loss`).
+    pub random: u64,
 }
 
 impl Drops {
@@ -133,8 +144,15 @@ impl Simulator {
                 .collect(),
             flows,
             retx: RetxMetrics {
+                data_packets: c.data_packets - w.data_packets,
                 packets: c.retx_packets - w.retx_packets,
-                spurious: spurious - self.engine_at_warmup.0,
+                spurious: c.spurious - w.spurious,
+                spurious_ratio: if c.data_packets > w.data_packets {
+                    (c.spurious - w.spurious) as f64 / (c.data_packets - w.data_packets) as f64
+                } else {
+                    0.0
+                },
+                reported_spurious: spurious - self.engine_at_warmup.0,
                 mean_delay: (retx_samples > 0).then(|| {
                     let ps = (c.retx_delay_ps - w.retx_delay_ps) / u128::from(retx_samples);
                     Duration::from_ps(ps as u64)
@@ -147,6 +165,7 @@ impl Simulator {
                 probe: c.drop_probe - w.drop_probe,
                 link_down: c.drop_link_down - w.drop_link_down,
                 no_route: c.drop_no_route - w.drop_no_route,
+                random: c.drop_random - w.drop_random,
             },
             queues,
             max_interpath_queue_diff_bytes: self.interpath_max,

@@ -122,7 +122,12 @@ pub(crate) struct Counters {
     pub drop_probe: u64,
     pub drop_link_down: u64,
     pub drop_no_route: u64,
+    pub drop_random: u64,
+    /// Data packets sent (first transmissions and retransmissions).
+    pub data_packets: u64,
     pub retx_packets: u64,
+    /// Retransmissions of PSNs with a copy that was not lost.
+    pub spurious: u64,
     pub retx_delay_ps: u128,
     pub retx_delay_samples: u64,
     pub stuck_timers: u64,
@@ -153,6 +158,9 @@ pub struct Simulator {
     salts: Vec<u64>,
     key_seed: u64,
     rng: Rng,
+    /// The random loss of `switch.loss`: its own stream, so that turning it on
+    /// leaves ECN marking's draws where they were.
+    loss_rng: Rng,
     flows: Vec<FlowState>,
     changes: Vec<(usize, LinkChange)>,
     counters: Counters,
@@ -233,6 +241,7 @@ impl Simulator {
             salts,
             key_seed,
             rng,
+            loss_rng: Rng::new(cfg.seed ^ 0x6c6f_7373_5f72_6e67),
             ports,
             fabric,
             cfg,

@@ -129,7 +129,7 @@ impl Simulator {
             } else {
                 self.counters.drop_link_down += 1;
             }
-            self.slab.free(m.slot);
+            self.lose(m);
             return;
         };
         let s = self.fabric.switch_index(node);
@@ -137,7 +137,9 @@ impl Simulator {
         let len = u64::from(m.len);
         let sw = &self.cfg.switch;
         let port = &self.ports[out as usize];
-        let drop = if class == PROBE {
+        let drop = if sw.loss > 0.0 && self.loss_rng.chance(sw.loss) {
+            Some(&mut self.counters.drop_random)
+        } else if class == PROBE {
             let limit = u64::from(sw.probe_queue_limit_packets) * self.cfg.mtu as u64;
             (port.class_bytes[PROBE] + len > limit
                 || self.switch_buffered[s] + len > sw.buffer_bytes)
@@ -151,7 +153,7 @@ impl Simulator {
         };
         if let Some(counter) = drop {
             *counter += 1;
-            self.slab.free(m.slot);
+            self.lose(m);
             return;
         }
         let mut ce = m.ce;
@@ -233,12 +235,12 @@ impl Simulator {
                             self.release(owner, pkt, class);
                         }
                         self.counters.drop_link_down += 1;
-                        self.slab.free(pkt.slot);
+                        self.lose(pkt);
                     }
                 }
                 while let Some((_, pkt)) = self.ports[p].wire.pop_front() {
                     self.counters.drop_link_down += 1;
-                    self.slab.free(pkt.slot);
+                    self.lose(pkt);
                 }
                 self.ports[p].wire_tail = self.now;
             }
