@@ -13,6 +13,7 @@ mod fabric;
 mod p4_config;
 mod perf;
 mod sim;
+mod sweep;
 mod table;
 mod testbed;
 
@@ -39,6 +40,10 @@ enum Command {
     /// Run a scenario file or a built-in (the paper's figures) on the packet-level
     /// simulator and print goodput, utilization, OOD/RBO, completion times.
     Sim(sim::Args),
+    /// Run a scenario over a list of values of any key, for several transports and
+    /// seeds, on every core: a table, one JSON object, a plot; --shard K/N and
+    /// --merge DIR split a sweep over machines (tools/slurm/).
+    Sweep(sweep::Args),
     /// perftest-like bandwidth and latency runs between two hosts over UDP:
     /// `rondo perf server` on one, `rondo perf client HOST` on the other.
     Perf(perf::Args),
@@ -60,6 +65,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => demo::run(&args),
         Command::Doctor(args) => doctor::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::Perf(args) => perf::run(&args),
         Command::Fabric(args) => fabric::run(&args),
         Command::Testbed(args) => testbed::run(&args),
