@@ -196,10 +196,12 @@ impl Simulator {
     /// (water-filling) for the flows active in the window, all taken as running at
     /// once, each free to spread over all its equal-cost paths (a fluid
     /// multipath). The shared resources are the cuts of the topology, each with
-    /// its current link rates (failed links count 0): every host's NIC (up) and
-    /// its links down; in fig2 each leaf's uplinks and downlinks; in clos3/fattree
-    /// each edge switch's and each pod's uplinks and downlinks. For two hosts
-    /// over parallel paths this is min(host rate, sum of path rates).
+    /// its link rates (failed links count 0): every host's NIC (up) and its links
+    /// down; in fig2 each leaf's uplinks and downlinks; in clos3/fattree each edge
+    /// switch's and each pod's uplinks and downlinks. For two hosts over parallel
+    /// paths this is min(host rate, sum of path rates). When links change during
+    /// the window, the ideal is the time-weighted mean of the ideals of the spans
+    /// between changes.
     pub fn ideal_gbps(&self) -> f64 {
         let active: Vec<(u32, u32)> = self
             .flows
@@ -213,23 +215,6 @@ impl Simulator {
             .map(|f| (f.spec.src as u32, f.spec.dst as u32))
             .collect();
         let cuts = &self.fabric.cuts;
-        let cap: Vec<f64> = cuts
-            .iter()
-            .flat_map(|c| [&c.up, &c.down])
-            .map(|links| {
-                links
-                    .iter()
-                    .map(|&l| {
-                        let p = &self.ports[l as usize];
-                        if p.failed {
-                            0.0
-                        } else {
-                            p.bps as f64 / 1e9
-                        }
-                    })
-                    .sum()
-            })
-            .collect();
         let uses: Vec<Vec<usize>> = active
             .iter()
             .map(|&(s, d)| {
@@ -245,7 +230,46 @@ impl Simulator {
                 r
             })
             .collect();
-        water_fill(&cap, &uses).iter().sum()
+        let ideal = |cap: &[f64]| water_fill(cap, &uses).iter().sum::<f64>();
+        let (start, end) = (self.window_start, self.now);
+        let window = end.saturating_since(start).as_ps();
+        if self.capacity_history.is_empty() || window == 0 {
+            return ideal(&self.cut_capacities());
+        }
+        // Each span between changes, clipped to the window, weighted by its length.
+        let h = &self.capacity_history;
+        let mut weighted = 0.0;
+        for (i, (from, cap)) in h.iter().enumerate() {
+            let to = h.get(i + 1).map_or(end, |next| next.0);
+            let (a, b) = ((*from).max(start), to.min(end));
+            if b > a {
+                weighted += ideal(cap) * b.saturating_since(a).as_ps() as f64;
+            }
+        }
+        weighted / window as f64
+    }
+
+    /// Capacity of each cut's up and down links now, Gbit/s (failed links count 0),
+    /// in the order [`Simulator::ideal_gbps`] uses them.
+    pub(crate) fn cut_capacities(&self) -> Vec<f64> {
+        self.fabric
+            .cuts
+            .iter()
+            .flat_map(|c| [&c.up, &c.down])
+            .map(|links| {
+                links
+                    .iter()
+                    .map(|&l| {
+                        let p = &self.ports[l as usize];
+                        if p.failed {
+                            0.0
+                        } else {
+                            p.bps as f64 / 1e9
+                        }
+                    })
+                    .sum()
+            })
+            .collect()
     }
 }
 

@@ -183,6 +183,10 @@ pub struct Simulator {
     with_events: Vec<rondo_proto::ConnectionHandle>,
     /// Spurious retransmissions of the connections closed so far.
     closed_spurious: u64,
+    /// The cuts' capacities (see [`Simulator::ideal_gbps`]) from each time on:
+    /// empty until a link changes, then the capacities at time 0 and after each
+    /// change, so that the ideal is weighted by how long each held.
+    capacity_history: Vec<(Instant, Vec<f64>)>,
 }
 
 impl Simulator {
@@ -266,6 +270,7 @@ impl Simulator {
             deliveries: None,
             with_events: Vec::new(),
             closed_spurious: 0,
+            capacity_history: Vec::new(),
         })
     }
 
@@ -392,7 +397,13 @@ impl Simulator {
             Ev::Stop(f) => self.stop_flow(f),
             Ev::Change(i) => {
                 let (link, change) = self.changes[i as usize];
+                if self.capacity_history.is_empty() {
+                    self.capacity_history
+                        .push((Instant::ZERO, self.cut_capacities()));
+                }
                 self.apply_change(link as u32, change);
+                let caps = self.cut_capacities();
+                self.capacity_history.push((self.now, caps));
             }
             Ev::Warmup => self.begin_measurement(),
             Ev::Sample => self.sample(),
