@@ -7,7 +7,7 @@ use crate::cc::{AnyCc, Swift};
 use crate::config::FlowConfig;
 use crate::path::PathState;
 use crate::receiver_policy::ReceiverPolicy;
-use crate::recovery::{AnyRecovery, SelectiveRepeat};
+use crate::recovery::AnyRecovery;
 use crate::scheduler::{AnyPacketSelector, LowestFirst};
 use crate::select::{AnyPathSelector, RandomSelector};
 use crate::time::Instant;
@@ -24,7 +24,7 @@ fn sender(cfg: &FlowConfig, now: Instant, _paths: &[PathState]) -> Parts {
         cc: AnyCc::Swift(Swift::new(cfg)),
         selector: AnyPathSelector::Random(RandomSelector::new(cfg.seed)),
         scheduler: AnyPacketSelector::LowestFirst(LowestFirst),
-        recovery: AnyRecovery::SelectiveRepeat(SelectiveRepeat::new(cfg, now)),
+        recovery: AnyRecovery::configured(cfg, now),
     }
 }
 

@@ -229,6 +229,21 @@ pub enum PathSelectionSpec {
     Random,
 }
 
+/// Loss recovery of the transports that let it be chosen (`transport.loss_recovery`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+pub enum LossRecoverySpec {
+    /// Selective repeat with early recovery (today's behaviour).
+    #[default]
+    #[serde(rename = "sr")]
+    SelectiveRepeat,
+    /// RACK-TLP over the flow's PSN space.
+    #[serde(rename = "rack-flow")]
+    RackFlow,
+    /// RACK-TLP per path.
+    #[serde(rename = "rack-path")]
+    RackPath,
+}
+
 /// `[transport]`; a key left out keeps its value in [`TransportSpec::default`].
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -261,6 +276,8 @@ pub struct TransportSpec {
     pub early_recovery_threshold: Option<u32>,
     /// Smallest retransmission timeout, microseconds.
     pub rto_min_us: Option<f64>,
+    /// `sr` (default), `rack-flow` or `rack-path` (Rondo, swift-rps).
+    pub loss_recovery: LossRecoverySpec,
 }
 
 impl Default for TransportSpec {
@@ -280,6 +297,7 @@ impl Default for TransportSpec {
             gamma: None,
             early_recovery_threshold: None,
             rto_min_us: None,
+            loss_recovery: LossRecoverySpec::SelectiveRepeat,
         }
     }
 }
