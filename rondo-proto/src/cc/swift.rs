@@ -530,6 +530,32 @@ mod tests {
         assert!(w > 20.9 && w < 21.0, "+1 per window of ACKs: {w}");
     }
 
+    #[test]
+    fn falcon_moves_a_path_that_stays_over_target_and_restarts_it() {
+        let cfg = FlowConfig {
+            paths: 2,
+            ..FlowConfig::default()
+        };
+        let mut paths: Vec<PathState> = (0..2).map(|i| PathState::new(&cfg, i)).collect();
+        paths[0].on_rtt_sample(Duration::from_us(20), 0.125);
+        let mut s = Swift::falcon(&cfg);
+        let w0 = s.cwnd(0);
+        let mut moved = None;
+        for us in 0..400u64 {
+            s.on_ack(Instant::from_us(us), &ack(0, 200.0), &paths);
+            if s.repaths() == 1 {
+                moved = Some(us);
+                break;
+            }
+            assert!(s.cwnd(0) < w0, "cut while over target");
+        }
+        // Rounds of 20 us: moved after 5 to 7 of them, back at the initial window.
+        let us = moved.expect("PLB moved the path");
+        assert!((100..=140).contains(&us), "{us}");
+        assert_eq!(s.cwnd(0), w0);
+        assert_eq!(Swift::new(&cfg).repaths(), 0);
+    }
+
     struct NoFlow;
     impl FlowView for NoFlow {
         fn has_data(&self) -> bool {
