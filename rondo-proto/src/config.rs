@@ -125,6 +125,28 @@ pub struct FlowConfig {
     /// missing or different ([`DatagramError::BadToken`](crate::DatagramError::BadToken)).
     /// `None` (the default): no token is sent and none is checked.
     pub token: Option<u64>,
+    /// Switches on the flow's paths, when the topology is known (the simulator sets
+    /// it from the route). Swift's target delay grows by a per-hop term with it;
+    /// `None` (the default, over UDP and verbs): no per-hop term, the base RTT
+    /// alone stands for the topology.
+    pub hops: Option<u16>,
+    /// Loss recovery of transports that let it be chosen (Rondo, swift-rps):
+    /// selective repeat (the default) or RACK-TLP per flow or per path.
+    pub loss_recovery: LossRecoveryKind,
+}
+
+/// Which loss-recovery scheme a flow runs (`transport.loss_recovery`; paper
+/// Figs. 15 and 16).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LossRecoveryKind {
+    /// Selective repeat with early recovery (a PSN threshold and a per-path ACK
+    /// deadline) and an RTO: `"sr"`.
+    #[default]
+    SelectiveRepeat,
+    /// RACK-TLP over the flow's PSN space: `"rack-flow"`.
+    RackFlow,
+    /// RACK-TLP per path: `"rack-path"`.
+    RackPath,
 }
 
 impl Default for FlowConfig {
@@ -166,6 +188,8 @@ impl Default for FlowConfig {
             max_message_len: 1 << 32,
             seed: 1,
             token: None,
+            hops: None,
+            loss_recovery: LossRecoveryKind::SelectiveRepeat,
         }
     }
 }

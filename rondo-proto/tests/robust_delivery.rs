@@ -8,7 +8,9 @@
 mod common;
 
 use proptest::prelude::*;
-use rondo_proto::{BufferConfig, Duration, Event, FlowConfig, Instant, PathSelection};
+use rondo_proto::{
+    BufferConfig, Duration, Event, FlowConfig, Instant, LossRecoveryKind, PathSelection, Transport,
+};
 use rondo_sim::pair::PathSpec;
 use rondo_sim::Testbed;
 use std::collections::BTreeMap;
@@ -160,6 +162,35 @@ fn eight_megabyte_message_with_two_percent_loss() {
         s.retransmissions > 0,
         "2% loss must cost retransmissions: {s:?}"
     );
+}
+
+#[test]
+fn swift_baselines_and_rack_deliver_under_loss_and_jitter() {
+    // swift-rps, falcon (per-path RACK-TLP, NIC window) and Rondo with either
+    // RACK-TLP: 2% loss, jitter, unequal paths, a small reorder buffer.
+    let variants = [
+        ("swift-rps", LossRecoveryKind::SelectiveRepeat),
+        ("falcon", LossRecoveryKind::SelectiveRepeat),
+        ("rondo", LossRecoveryKind::RackFlow),
+        ("rondo", LossRecoveryKind::RackPath),
+        ("swift-rps", LossRecoveryKind::RackFlow),
+    ];
+    for (name, recovery) in variants {
+        let paths = (0..4)
+            .map(|i| PathSpec {
+                loss: 0.02,
+                jitter: Duration::from_us(2),
+                ..PathSpec::new(25.0 - 5.0 * i as f64, 3.0 + 2.0 * i as f64)
+            })
+            .collect();
+        let mut t = Transfer::new(paths, vec![1 << 20, 1453, 300_000]);
+        t.cfg.transport = Transport::from_name(name).unwrap();
+        t.cfg.loss_recovery = recovery;
+        t.endpoint.capacity_bytes = 64 * t.endpoint.slot_size;
+        let tb = t.run();
+        let s = tb.sender().sender_stats();
+        assert!(s.retransmissions > 0, "{name} {recovery:?}: {s:?}");
+    }
 }
 
 #[test]

@@ -200,6 +200,33 @@ fn rrps_moves_every_operation_byte_exact_under_loss() {
 }
 
 #[test]
+fn swift_baselines_move_every_operation_byte_exact_under_loss() {
+    // swift-rps and falcon (per-path Swift; random spraying or the largest open
+    // window; selective repeat or per-path RACK-TLP) over the same sockets.
+    let server = Server::start(&[]);
+    for transport in ["swift-rps", "falcon"] {
+        for op in ["write", "read"] {
+            let v = server.json(&[
+                "--transport",
+                transport,
+                "--op",
+                op,
+                "-s",
+                "50000",
+                "-n",
+                "20",
+                "--verify",
+                "--loss",
+                "0.01",
+            ]);
+            assert_bandwidth_report(&v, transport, op);
+            assert_eq!(v["verified"], true, "{transport} {op}: {v}");
+            assert_eq!(v["n_iterations"], 20);
+        }
+    }
+}
+
+#[test]
 fn timed_runs_stop_on_time() {
     let server = Server::start(&[]);
     for transport in ["rondo", "raw-udp"] {

@@ -5,7 +5,8 @@
 //! signal, every transmission, and a periodic tick it schedules itself; it answers
 //! how much each path may send now ([`CongestionControl::open_windows`]) and how
 //! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2) and
-//! [`Aimd`] (one window per flow, halved on loss: RRPS's). [`AnyCc`] dispatches
+//! [`Aimd`] (one window per flow, halved on loss: RRPS's) and [`Swift`]
+//! (delay-based windows per path: swift-rps, Falcon). [`AnyCc`] dispatches
 //! statically over them.
 //!
 //! Units: windows in packets (`f64`, fractional), rates in packets per
@@ -13,9 +14,12 @@
 
 mod aimd;
 mod arcc;
+mod plb;
+mod swift;
 
 pub use aimd::Aimd;
 pub use arcc::{Arcc, ArccUpdate};
+pub use swift::{Swift, SwiftParams};
 
 use crate::path::PathState;
 use crate::time::{Duration, Instant};
@@ -106,6 +110,8 @@ pub enum AnyCc {
     Arcc(Arcc),
     /// One AIMD window for the flow.
     Aimd(Aimd),
+    /// Swift per path (swift-rps; Falcon with its NIC window and PLB).
+    Swift(Swift),
 }
 
 impl AnyCc {
@@ -119,7 +125,15 @@ impl AnyCc {
     pub fn arcc(&self) -> Option<&Arcc> {
         match self {
             AnyCc::Arcc(a) => Some(a),
-            AnyCc::Aimd(_) => None,
+            AnyCc::Aimd(_) | AnyCc::Swift(_) => None,
+        }
+    }
+
+    /// The Swift controller, when this is it.
+    pub fn swift(&self) -> Option<&Swift> {
+        match self {
+            AnyCc::Swift(s) => Some(s),
+            _ => None,
         }
     }
 }
@@ -129,6 +143,7 @@ macro_rules! dispatch {
         match $self {
             AnyCc::Arcc($c) => $e,
             AnyCc::Aimd($c) => $e,
+            AnyCc::Swift($c) => $e,
         }
     };
 }

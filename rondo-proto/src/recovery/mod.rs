@@ -4,14 +4,18 @@
 //! A recovery scheme watches transmissions and progress, decides loss verdicts on
 //! the sender's table (the sender requeues the packets, counts them against their
 //! paths and tells the congestion controller), and owns the retransmission
-//! timeout with its backoff and retry limit. [`SelectiveRepeat`] is the one
-//! scheme so far (early recovery with a PSN threshold and a per-path RACK-style
-//! deadline, RTO with exponential backoff); [`AnyRecovery`] dispatches statically.
+//! timeout with its backoff and retry limit. [`SelectiveRepeat`] is Rondo's
+//! default (early recovery with a PSN threshold and a per-path RACK-style
+//! deadline, RTO with exponential backoff); [`RackTlp`] is RACK-TLP (RFC 8985)
+//! per flow or per path. [`AnyRecovery`] dispatches statically.
 
+mod rack;
 mod selective_repeat;
 
+pub use rack::{RackScope, RackTlp};
 pub use selective_repeat::SelectiveRepeat;
 
+use crate::config::{FlowConfig, LossRecoveryKind};
 use crate::event::Event;
 use crate::sender::Core;
 use crate::time::Instant;
@@ -25,6 +29,10 @@ pub(crate) trait LossRecovery {
     fn on_transmitted(&mut self, now: Instant, in_flight: u32);
     /// An ACK acknowledged something new.
     fn on_progress(&mut self, now: Instant);
+    /// The ACK of `psn`'s copy sent at `sent_at` on `path` arrived (its own ACK,
+    /// not a cumulative one). Schemes that order deliveries by send time (RACK)
+    /// need it; the default ignores it.
+    fn on_delivered(&mut self, _now: Instant, _path: usize, _psn: u64, _sent_at: Instant) {}
     /// Feedback arrived (or a loss timer fired): declare what is lost now.
     fn detect_losses(&mut self, now: Instant, core: &mut Core);
     /// The next time [`LossRecovery::on_timeout`] has something to do.
@@ -41,12 +49,32 @@ pub(crate) trait LossRecovery {
 pub enum AnyRecovery {
     /// Selective repeat with early recovery and an RTO.
     SelectiveRepeat(SelectiveRepeat),
+    /// RACK-TLP per flow or per path.
+    RackTlp(RackTlp),
+}
+
+impl AnyRecovery {
+    /// The scheme `cfg.loss_recovery` names, for transports that let it be chosen.
+    pub(crate) fn configured(cfg: &FlowConfig, now: Instant) -> AnyRecovery {
+        match cfg.loss_recovery {
+            LossRecoveryKind::SelectiveRepeat => {
+                AnyRecovery::SelectiveRepeat(SelectiveRepeat::new(cfg, now))
+            }
+            LossRecoveryKind::RackFlow => {
+                AnyRecovery::RackTlp(RackTlp::new(cfg, now, RackScope::Flow))
+            }
+            LossRecoveryKind::RackPath => {
+                AnyRecovery::RackTlp(RackTlp::new(cfg, now, RackScope::Path))
+            }
+        }
+    }
 }
 
 macro_rules! dispatch {
     ($self:ident, $r:ident => $e:expr) => {
         match $self {
             AnyRecovery::SelectiveRepeat($r) => $e,
+            AnyRecovery::RackTlp($r) => $e,
         }
     };
 }
@@ -60,6 +88,9 @@ impl LossRecovery for AnyRecovery {
     }
     fn on_progress(&mut self, now: Instant) {
         dispatch!(self, r => r.on_progress(now))
+    }
+    fn on_delivered(&mut self, now: Instant, path: usize, psn: u64, sent_at: Instant) {
+        dispatch!(self, r => r.on_delivered(now, path, psn, sent_at))
     }
     fn detect_losses(&mut self, now: Instant, core: &mut Core) {
         dispatch!(self, r => r.detect_losses(now, core))

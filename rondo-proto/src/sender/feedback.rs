@@ -130,6 +130,7 @@ impl Sender {
                 if !e.acked && e.tx_count > 1 && echo.as_ns() < e.sent_at.as_ns() {
                     c.stats.spurious_retransmissions += 1;
                 }
+                self.recovery.on_delivered(now, path, acked, echo);
                 progress |= c.mark_acked(acked, true);
             }
         }

@@ -38,6 +38,23 @@ impl Core {
         }
     }
 
+    /// Queues `psn` for retransmission without a loss verdict (a tail loss probe):
+    /// it leaves its path's inflight, which its resent copy joins again; neither
+    /// its path nor the congestion controller counts a loss.
+    pub(crate) fn queue_probe(&mut self, psn: u64) {
+        let idx = (psn - self.base) as usize;
+        let e = &mut self.table[idx];
+        if e.acked || e.queued || e.tx_count == 0 {
+            return;
+        }
+        if e.in_flight {
+            e.in_flight = false;
+            self.paths[e.path as usize].inflight -= 1;
+        }
+        e.queued = true;
+        self.retx.insert(psn);
+    }
+
     fn take_path_down(&mut self, path: usize, now: Instant) {
         let p = &mut self.paths[path];
         p.status = PathStatus::Down;

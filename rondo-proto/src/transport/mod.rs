@@ -18,8 +18,10 @@
 //! # Ok::<(), rondo_proto::transport::UnknownTransport>(())
 //! ```
 
+mod falcon;
 mod rondo;
 mod rrps;
+mod swift_rps;
 
 use crate::cc::AnyCc;
 use crate::config::FlowConfig;
@@ -53,7 +55,7 @@ pub(crate) struct Entry {
 }
 
 /// Every transport, by index: one line per transport.
-const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY];
+const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY, swift_rps::ENTRY, falcon::ENTRY];
 
 /// A transport, chosen by name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

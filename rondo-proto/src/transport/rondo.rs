@@ -1,5 +1,5 @@
 //! Rondo (paper §4): ARCC with capacity probing, deficit path selection (or the
-//! random ablation), the skip scheduler, selective repeat, the shared reorder
+//! random ablation), the skip scheduler, selective repeat (or RACK-TLP: `FlowConfig::loss_recovery`), the shared reorder
 //! buffer.
 
 use super::{Entry, Parts};
@@ -7,7 +7,7 @@ use crate::cc::{AnyCc, Arcc};
 use crate::config::{FlowConfig, PathSelection};
 use crate::path::PathState;
 use crate::receiver_policy::ReceiverPolicy;
-use crate::recovery::{AnyRecovery, SelectiveRepeat};
+use crate::recovery::AnyRecovery;
 use crate::scheduler::{AnyPacketSelector, SkipScheduler};
 use crate::select::{AnyPathSelector, DeficitSelector, RandomSelector};
 use crate::time::Instant;
@@ -29,7 +29,7 @@ fn sender(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Parts {
             PathSelection::Random => AnyPathSelector::Random(RandomSelector::new(cfg.seed)),
         },
         scheduler: AnyPacketSelector::Skip(SkipScheduler::new(cfg)),
-        recovery: AnyRecovery::SelectiveRepeat(SelectiveRepeat::new(cfg, now)),
+        recovery: AnyRecovery::configured(cfg, now),
     }
 }
 

@@ -547,6 +547,17 @@ impl TransportSpec {
                 super::schema::PathSelectionSpec::Deficit => rondo_proto::PathSelection::Deficit,
                 super::schema::PathSelectionSpec::Random => rondo_proto::PathSelection::Random,
             },
+            loss_recovery: match self.loss_recovery {
+                super::schema::LossRecoverySpec::SelectiveRepeat => {
+                    rondo_proto::LossRecoveryKind::SelectiveRepeat
+                }
+                super::schema::LossRecoverySpec::RackFlow => {
+                    rondo_proto::LossRecoveryKind::RackFlow
+                }
+                super::schema::LossRecoverySpec::RackPath => {
+                    rondo_proto::LossRecoveryKind::RackPath
+                }
+            },
             ..rondo_proto::FlowConfig::default()
         };
         if let Some(p) = self.paths {

@@ -39,7 +39,7 @@ pub use report::{Drops, NicDistribution, Percentiles, Queues, Report, Retransmis
 pub use run::{build, link_name, run, Outcome, RunOptions};
 pub use schema::{
     AllToAllSpec, BackgroundSpec, CdfName, Clos3Spec, EventAction, EventSpec, FatTreeSpec,
-    Fig2Spec, IncastSpec, LongFlowsSpec, ParallelSpec, PathEntry, PathSelectionSpec,
-    PermutationSpec, PoissonSpec, Scenario, SwitchSpec, TopologySpec, TransportKind, TransportSpec,
-    WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
+    Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec, ParallelSpec, PathEntry,
+    PathSelectionSpec, PermutationSpec, PoissonSpec, Scenario, SwitchSpec, TopologySpec,
+    TransportKind, TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
 };

@@ -174,7 +174,12 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
     let host_bps = scenario.topology.host_gbps() * 1e9;
     for f in &scenario.flows() {
         // The simulator sets each flow's paths, MTU, line rate and seed itself.
-        let cfg = scenario.transport.flow_config(scenario.mtu, host_bps);
+        let mut cfg = scenario.transport.flow_config(scenario.mtu, host_bps);
+        // Swift's per-hop target term: the switches on the route.
+        cfg.hops = sim
+            .route(f.src, f.dst, 0, 0)
+            .ok()
+            .map(|r| (r.len().saturating_sub(1)) as u16);
         sim.add_flow(FlowSpec {
             src: f.src,
             dst: f.dst,

@@ -165,8 +165,7 @@ pub struct SwitchSpec {
 
 /// Baselines a scenario may already name, to come with the baselines issue: a
 /// scenario naming one is refused with [`ScenarioError::TransportNotImplemented`](super::ScenarioError::TransportNotImplemented).
-pub const PLANNED_TRANSPORTS: &[&str] =
-    &["mprdma", "falcon", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"];
+pub const PLANNED_TRANSPORTS: &[&str] = &["mprdma", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"];
 
 /// The transport a scenario names (`transport.kind`): one the engine has
 /// ([`rondo_proto::Transport`], any registered name), or a baseline still to come.
@@ -232,6 +231,21 @@ pub enum PathSelectionSpec {
     Random,
 }
 
+/// Loss recovery of the transports that let it be chosen (`transport.loss_recovery`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+pub enum LossRecoverySpec {
+    /// Selective repeat with early recovery (today's behaviour).
+    #[default]
+    #[serde(rename = "sr")]
+    SelectiveRepeat,
+    /// RACK-TLP over the flow's PSN space.
+    #[serde(rename = "rack-flow")]
+    RackFlow,
+    /// RACK-TLP per path.
+    #[serde(rename = "rack-path")]
+    RackPath,
+}
+
 /// `[transport]`; a key left out keeps its value in [`TransportSpec::default`].
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -264,6 +278,8 @@ pub struct TransportSpec {
     pub early_recovery_threshold: Option<u32>,
     /// Smallest retransmission timeout, microseconds.
     pub rto_min_us: Option<f64>,
+    /// `sr` (default), `rack-flow` or `rack-path` (Rondo, swift-rps).
+    pub loss_recovery: LossRecoverySpec,
 }
 
 impl Default for TransportSpec {
@@ -283,6 +299,7 @@ impl Default for TransportSpec {
             gamma: None,
             early_recovery_threshold: None,
             rto_min_us: None,
+            loss_recovery: LossRecoverySpec::SelectiveRepeat,
         }
     }
 }
