@@ -242,3 +242,50 @@ fn background_flows_use_one_path() {
         .iter()
         .all(|f| f.paths == Some(1) && f.src == 2 && f.dst == 9));
 }
+
+#[test]
+fn all_to_all_with_random_receivers_crosses_pods_and_is_seeded() {
+    // fattree k = 8: 128 hosts in 8 pods of 16.
+    let w = workloads(
+        "[workload]\nkind = \"all_to_all\"\nbytes = 1000\nreceivers = 4\n",
+        &[],
+    );
+    let flows = generate(&w, &ctx(128));
+    assert_eq!(flows.len(), 128 * 4);
+    let mut cross_pod = 0;
+    for src in 0..128 {
+        let mut dsts: Vec<usize> = flows
+            .iter()
+            .filter(|f| f.src == src)
+            .map(|f| f.dst)
+            .collect();
+        assert_eq!(dsts.len(), 4);
+        assert!(dsts.iter().all(|&d| d != src));
+        dsts.sort_unstable();
+        dsts.dedup();
+        assert_eq!(dsts.len(), 4, "distinct receivers");
+        cross_pod += dsts.iter().filter(|&&d| d / 16 != src / 16).count();
+    }
+    // A uniformly drawn receiver lies outside the sender's pod with probability 112/127.
+    assert!(
+        cross_pod > 128 * 4 * 8 / 10,
+        "{cross_pod} of 512 cross pods"
+    );
+    assert_eq!(generate(&w, &ctx(128)), flows, "same seed, same receivers");
+    let mut other = ctx(128);
+    other.seed = 8;
+    assert_ne!(generate(&w, &other), flows);
+    for bad in [
+        "receivers = 0",
+        "receivers = 128",
+        "receivers = 2\ngroup_size = 8",
+    ] {
+        let text = format!(
+            "duration_us = 10\n[topology]\nkind = \"fattree\"\nk = 8\n\
+             [workload]\nkind = \"all_to_all\"\nbytes = 1000\n{bad}\n"
+        );
+        let s = parse("w.toml", &text, &[]).unwrap();
+        let e = s.check("w.toml").unwrap_err().to_string();
+        assert!(e.contains("receivers"), "{bad}: {e}");
+    }
+}

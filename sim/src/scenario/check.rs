@@ -384,6 +384,24 @@ impl Scenario {
             WorkloadSpec::AllToAll(s) => {
                 let size = s.group_size.unwrap_or(hosts) as f64;
                 too_many(hosts as f64 * (size - 1.0), "group_size")?;
+                if let Some(k) = s.receivers {
+                    if s.group_size.is_some() {
+                        return Err(ScenarioError::invalid(
+                            file,
+                            format!("{key}.receivers"),
+                            k,
+                            "either receivers (random) or group_size (consecutive groups), not both",
+                        ));
+                    }
+                    if k == 0 || k >= hosts {
+                        return Err(ScenarioError::invalid(
+                            file,
+                            format!("{key}.receivers"),
+                            k,
+                            format!("1 to {} (the other hosts)", hosts.saturating_sub(1)),
+                        ));
+                    }
+                }
                 bytes(Some(s.bytes))?;
                 paths(s.paths)?;
                 times(s.start_us, None)?;

@@ -437,6 +437,10 @@ pub struct AllToAllSpec {
     pub bytes: u64,
     /// Hosts per group (consecutive hosts; default: all hosts in one group).
     pub group_size: Option<usize>,
+    /// Instead of groups: each host sends to this many receivers drawn at random
+    /// from all other hosts (seeded), wherever they sit (MoE-like expert traffic
+    /// across pods).
+    pub receivers: Option<usize>,
     /// Zipf exponent of expert popularity (0: every destination gets `bytes`).
     #[serde(default)]
     pub skew: f64,

@@ -185,6 +185,9 @@ pub fn all_to_all_sizes(bytes: u64, group_size: usize, skew: f64, rng: &mut Rng)
 }
 
 fn all_to_all(s: &AllToAllSpec, hosts: usize, group: u32, rng: &mut Rng, out: &mut Vec<FlowPlan>) {
+    if let Some(k) = s.receivers {
+        return random_receivers(s, k, hosts, group, rng, out);
+    }
     let size = s.group_size.unwrap_or(hosts).clamp(1, hosts.max(1));
     for base in (0..hosts).step_by(size) {
         let members = size.min(hosts - base);
@@ -196,6 +199,42 @@ fn all_to_all(s: &AllToAllSpec, hosts: usize, group: u32, rng: &mut Rng, out: &m
                     out.push(plan(src, dst, group, s.start_us, Some(b), None, s.paths));
                 }
             }
+        }
+    }
+}
+
+/// Each host sends to `k` distinct other hosts drawn uniformly at random (a
+/// partial Fisher-Yates shuffle per host), `bytes` each on average, skewed by
+/// `skew` as in a group.
+fn random_receivers(
+    s: &AllToAllSpec,
+    k: usize,
+    hosts: usize,
+    group: u32,
+    rng: &mut Rng,
+    out: &mut Vec<FlowPlan>,
+) {
+    if hosts < 2 {
+        return;
+    }
+    let k = k.min(hosts - 1);
+    let mut others: Vec<usize> = Vec::with_capacity(hosts - 1);
+    for src in 0..hosts {
+        others.clear();
+        others.extend((0..hosts).filter(|&h| h != src));
+        let sizes = all_to_all_sizes(s.bytes, k, s.skew, rng);
+        for (i, &b) in sizes.iter().enumerate() {
+            let j = i + rng.gen_range(0..(others.len() - i) as u64) as usize;
+            others.swap(i, j);
+            out.push(plan(
+                src,
+                others[i],
+                group,
+                s.start_us,
+                Some(b),
+                None,
+                s.paths,
+            ));
         }
     }
 }
