@@ -102,3 +102,63 @@ fn every_link_kind_is_named_in_scenario_files_as_the_reports_name_it() {
         .to_string();
     assert!(e.contains("core_up") && e.contains("agg_down"), "{e}");
 }
+
+/// Fig. 13's "N% of the links at random": `link` with `percent` picks that share of
+/// the links of the kind, seeded, so a `fail` and its `restore` name the same links.
+#[test]
+fn a_percentage_of_links_is_drawn_at_random_and_seeded() {
+    use rondo_sim::scenario::{build, parse};
+    use rondo_sim::LinkKind;
+    let base = "seed = 4\nduration_us = 100\n[topology]\nkind = \"clos3\"\n\
+                [workload]\nkind = \"long_flows\"\nflows = 1\n";
+    let event = |percent: f64, action: &str| {
+        format!(
+            "[[events]]\nat_us = 50\nlink = \"agg_up\"\npercent = {percent}\naction = \"{action}\"\n"
+        )
+    };
+    let pending = |text: &str| {
+        let s = parse("e.toml", text, &[]).unwrap_or_else(|e| panic!("{e}"));
+        build(&s, "e.toml")
+            .unwrap_or_else(|e| panic!("{e}"))
+            .pending_events()
+    };
+    let sim = build(&parse("e.toml", base, &[]).unwrap(), "e.toml").unwrap();
+    let agg_up = (0..)
+        .take_while(|&i| sim.link(LinkKind::AggUp, i).is_some())
+        .count();
+    assert!(agg_up >= 8, "{agg_up} agg_up links");
+    let none = pending(base);
+    let quarter = pending(&format!("{base}{}", event(25.0, "fail")));
+    assert_eq!(
+        quarter - none,
+        (agg_up as f64 * 0.25).round() as usize,
+        "one change per link"
+    );
+    let all = pending(&format!("{base}{}", event(100.0, "fail")));
+    assert_eq!(all - none, agg_up);
+    // Failing a quarter and restoring the same quarter leaves a run that completes.
+    let text = format!(
+        "{base}{}{}",
+        event(25.0, "fail"),
+        event(25.0, "restore").replace("at_us = 50", "at_us = 80")
+    );
+    let s = parse("e.toml", &text, &[]).unwrap();
+    let a = rondo_sim::scenario::run(&s, "e.toml", Default::default(), &mut |_| {}).unwrap();
+    let b = rondo_sim::scenario::run(&s, "e.toml", Default::default(), &mut |_| {}).unwrap();
+    assert_eq!(
+        a.report.goodput_gbps, b.report.goodput_gbps,
+        "same seed, same links"
+    );
+    for bad in ["0", "150", "-1"] {
+        let t = format!(
+            "{base}{}",
+            event(0.0, "fail").replace("percent = 0", &format!("percent = {bad}"))
+        );
+        let e = parse("e.toml", &t, &[])
+            .unwrap()
+            .check("e.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("percent"), "{bad}: {e}");
+    }
+}

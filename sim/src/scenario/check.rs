@@ -185,13 +185,25 @@ impl Scenario {
                         ));
                     }
                 }
-                (None, Some(_), Some(_)) => {}
+                (None, Some(_), Some(_)) if e.percent.is_none() => {}
+                (None, Some(_), None) if e.percent.is_some() => {
+                    let p = e.percent.unwrap_or(0.0);
+                    if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+                        return Err(ScenarioError::invalid(
+                            file,
+                            format!("{key}.percent"),
+                            p,
+                            "a percentage of the links of the kind, in (0, 100]",
+                        ));
+                    }
+                }
                 _ => {
                     return Err(ScenarioError::invalid(
                         file,
                         key.clone(),
                         "..",
-                        "name the link with `path` alone, or with `link` and `index`",
+                        "name the link with `path` alone, with `link` and `index`, \
+                         or pick links at random with `link` and `percent`",
                     ))
                 }
             }

@@ -194,16 +194,24 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
     }
     for (i, e) in scenario.events.iter().enumerate() {
         let key = format!("events[{i}]");
-        let link = match (e.path, e.link, e.index) {
-            (Some(p), _, _) => match scenario.topology {
+        let links = match (e.path, e.link, e.index, e.percent) {
+            (Some(p), _, _, _) => match scenario.topology {
                 TopologySpec::Parallel(_) => sim.parallel_path_link(p),
                 _ => sim.link(LinkKind::EdgeUp, p),
-            },
-            (None, Some(name), Some(index)) => sim.link(name, index),
+            }
+            .map(|l| vec![l]),
+            (None, Some(kind), _, Some(percent)) => {
+                Some(random_links(&sim, kind, percent, scenario.seed)).filter(|l| !l.is_empty())
+            }
+            (None, Some(name), Some(index), None) => sim.link(name, index).map(|l| vec![l]),
             _ => None,
         }
         .ok_or_else(|| {
-            let field = if e.path.is_some() { "path" } else { "index" };
+            let field = match (e.path, e.percent) {
+                (Some(_), _) => "path",
+                (None, Some(_)) => "link",
+                _ => "index",
+            };
             ScenarioError::invalid(
                 file,
                 format!("{key}.{field}"),
@@ -222,13 +230,34 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
             EventAction::Fail => LinkChange::Fail,
             EventAction::Restore => LinkChange::Restore,
         };
-        sim.schedule_link_change(at(e.at_us), link, change)
-            .map_err(refused)?;
+        for link in links {
+            sim.schedule_link_change(at(e.at_us), link, change)
+                .map_err(refused)?;
+        }
     }
     if scenario.warmup_us > 0.0 {
         sim.set_warmup(at(scenario.warmup_us));
     }
     Ok(sim)
+}
+
+/// `percent` of the links of `kind` (at least one), drawn without replacement
+/// from a stream seeded by the scenario's seed, the kind and the percentage: the
+/// same three give the same links.
+fn random_links(sim: &Simulator, kind: LinkKind, percent: f64, seed: u64) -> Vec<LinkId> {
+    let all: Vec<LinkId> = (0..).map_while(|i| sim.link(kind, i)).collect();
+    let n = ((percent / 100.0 * all.len() as f64).round() as usize).clamp(1, all.len().max(1));
+    let mut rng = rondo_proto::rng::Rng::new(
+        seed ^ (kind.index() as u64) << 48 ^ percent.to_bits().rotate_left(17),
+    );
+    let mut pool = all;
+    let mut chosen = Vec::with_capacity(n);
+    while chosen.len() < n && !pool.is_empty() {
+        let j = rng.gen_range(0..pool.len() as u64) as usize;
+        chosen.push(pool.swap_remove(j));
+    }
+    chosen.sort_by_key(|l| l.0);
+    chosen
 }
 
 /// Links to trace: the path links where the topology has them (parallel paths,

@@ -522,6 +522,11 @@ pub struct EventSpec {
     pub link: Option<LinkKind>,
     /// Index of the link within its kind.
     pub index: Option<usize>,
+    /// Instead of `index`: this percentage of the links of kind `link`, drawn at
+    /// random (seeded by the scenario's seed, the kind and the percentage, so two
+    /// events with the same `link` and `percent`, a `fail` and its `restore`,
+    /// name the same links).
+    pub percent: Option<f64>,
     /// What happens.
     pub action: EventAction,
     /// New rate for `action = "rate"`, Gbit/s.
