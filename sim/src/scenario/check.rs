@@ -614,6 +614,9 @@ impl TransportSpec {
         if let Some(x) = self.rto_min_us {
             c.rto_min = rondo_proto::Duration::from_us_f64(x);
         }
+        if let Some(x) = self.update_interval_rtts {
+            c.update_interval_rtts = x;
+        }
         c
     }
 }

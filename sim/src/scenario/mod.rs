@@ -38,8 +38,8 @@ pub use load::{load, parse, Override};
 pub use report::{Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats};
 pub use run::{build, link_name, run, Outcome, RunOptions};
 pub use schema::{
-    AllToAllSpec, BackgroundSpec, CdfName, Clos3Spec, EventAction, EventSpec, FatTreeSpec,
-    Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec, ParallelSpec, PathEntry,
+    AllToAllSpec, BackgroundSpec, BaseRttSpec, CdfName, Clos3Spec, EventAction, EventSpec,
+    FatTreeSpec, Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec, ParallelSpec, PathEntry,
     PathSelectionSpec, PermutationSpec, PoissonSpec, Scenario, SwitchSpec, TopologySpec,
     TransportKind, TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
 };

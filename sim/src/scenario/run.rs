@@ -4,7 +4,7 @@ use super::error::ScenarioError;
 use super::report::{
     Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats,
 };
-use super::schema::{EventAction, Scenario, SwitchSpec, TopologySpec};
+use super::schema::{BaseRttSpec, EventAction, Scenario, SwitchSpec, TopologySpec};
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
     EcnConfig, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, PfcConfig, Progress,
@@ -180,6 +180,9 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
             .route(f.src, f.dst, 0, 0)
             .ok()
             .map(|r| (r.len().saturating_sub(1)) as u16);
+        if scenario.transport.base_rtt == BaseRttSpec::Topology {
+            cfg.base_rtt = Some(topology_base_rtts(&sim, scenario, f)?);
+        }
         sim.add_flow(FlowSpec {
             src: f.src,
             dst: f.dst,
@@ -239,6 +242,37 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
         sim.set_warmup(at(scenario.warmup_us));
     }
     Ok(sim)
+}
+
+/// The base RTT of each logical path of flow `f` from the topology: a full packet
+/// out along the path's route and an ACK back, each link's propagation plus
+/// serialisation, no queueing (the flow's index gives its ECMP hash, as it will
+/// be once added).
+fn topology_base_rtts(
+    sim: &Simulator,
+    scenario: &Scenario,
+    f: &FlowPlan,
+) -> Result<Vec<Duration>, ScenarioError> {
+    let refused = |e: crate::SimError| ScenarioError::Simulator {
+        file: "base_rtt".to_owned(),
+        reason: e.to_string(),
+    };
+    let paths = match f.paths.or(scenario.transport.paths) {
+        Some(p) => p,
+        None => sim
+            .equal_cost_paths(f.src, f.dst)
+            .map_err(refused)?
+            .clamp(1, 1024) as u16,
+    };
+    let flow = 2 * sim.flow_count() as u32;
+    let ack = rondo_proto::wire::COMMON_HEADER_LEN + 16;
+    (0..paths)
+        .map(|p| {
+            let out = sim.route(f.src, f.dst, flow, p).map_err(refused)?;
+            let back = sim.route(f.dst, f.src, flow + 1, p).map_err(refused)?;
+            Ok(sim.route_delay(&out, scenario.mtu as usize) + sim.route_delay(&back, ack))
+        })
+        .collect()
 }
 
 /// `percent` of the links of `kind` (at least one), drawn without replacement

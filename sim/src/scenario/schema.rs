@@ -280,6 +280,23 @@ pub struct TransportSpec {
     pub rto_min_us: Option<f64>,
     /// `sr` (default), `rack-flow` or `rack-path` (Rondo, swift-rps).
     pub loss_recovery: LossRecoverySpec,
+    /// ARCC's update interval Tu as a fraction of the path's base RTT (0.5).
+    pub update_interval_rtts: Option<f64>,
+    /// Base RTT per path: `measured` (the smallest RTT seen, default) or
+    /// `topology` (each logical path's route: propagation plus serialisation of a
+    /// full packet out and an ACK back, with empty queues, as Swift does).
+    pub base_rtt: BaseRttSpec,
+}
+
+/// Where the base RTT of each path comes from (`transport.base_rtt`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BaseRttSpec {
+    /// The smallest RTT measured on the path.
+    #[default]
+    Measured,
+    /// From the route of each logical path in the topology.
+    Topology,
 }
 
 impl Default for TransportSpec {
@@ -300,6 +317,8 @@ impl Default for TransportSpec {
             early_recovery_threshold: None,
             rto_min_us: None,
             loss_recovery: LossRecoverySpec::SelectiveRepeat,
+            update_interval_rtts: None,
+            base_rtt: BaseRttSpec::Measured,
         }
     }
 }

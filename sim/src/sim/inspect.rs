@@ -6,7 +6,7 @@ use crate::net::fabric::NONE;
 use crate::net::Meta;
 use crate::topology::LinkKind;
 use crate::SimConfig;
-use rondo_proto::time::Instant;
+use rondo_proto::time::{Duration, Instant};
 use rondo_proto::{Endpoint, Priority};
 
 impl Simulator {
@@ -134,6 +134,30 @@ impl Simulator {
             node = self.fabric.links[l as usize].to;
         }
         Ok(links)
+    }
+
+    /// Time a packet of `bytes` takes over `links` with empty queues: each link's
+    /// serialisation at its current rate plus its propagation delay.
+    pub fn route_delay(&self, links: &[LinkId], bytes: usize) -> Duration {
+        links
+            .iter()
+            .filter_map(|l| self.ports.get(l.0))
+            .map(|p| {
+                let ser = if p.bps > 0 {
+                    Duration::from_ps(
+                        (bytes as u128 * 8 * 1_000_000_000_000 / u128::from(p.bps)) as u64,
+                    )
+                } else {
+                    Duration::ZERO
+                };
+                ser + p.delay
+            })
+            .fold(Duration::ZERO, |a, b| a + b)
+    }
+
+    /// Flows added so far.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
     }
 
     /// Starts (or stops) logging every packet delivered to a host.
