@@ -5,17 +5,20 @@
 //! signal, every transmission, and a periodic tick it schedules itself; it answers
 //! how much each path may send now ([`CongestionControl::open_windows`]) and how
 //! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2) and
-//! [`Aimd`] (one window per flow, halved on loss: RRPS's). [`AnyCc`] dispatches
-//! statically over them.
+//! [`Aimd`] (one window per flow, halved on loss: RRPS's) and [`Dcqcn`] (one
+//! paced rate per flow, cut on ECN echoes: the ecmp and ar baselines'). [`AnyCc`]
+//! dispatches statically over them.
 //!
 //! Units: windows in packets (`f64`, fractional), rates in packets per
 //! microsecond (`f64`), times as [`Instant`] / [`Duration`] (integer picoseconds).
 
 mod aimd;
 mod arcc;
+mod dcqcn;
 
 pub use aimd::Aimd;
 pub use arcc::{Arcc, ArccUpdate};
+pub use dcqcn::{Dcqcn, DcqcnParams, IncreaseStage, WINDOW_BDPS};
 
 use crate::path::PathState;
 use crate::time::{Duration, Instant};
@@ -106,6 +109,8 @@ pub enum AnyCc {
     Arcc(Arcc),
     /// One AIMD window for the flow.
     Aimd(Aimd),
+    /// DCQCN: one paced rate for the flow, cut on ECN echoes.
+    Dcqcn(Dcqcn),
 }
 
 impl AnyCc {
@@ -119,7 +124,7 @@ impl AnyCc {
     pub fn arcc(&self) -> Option<&Arcc> {
         match self {
             AnyCc::Arcc(a) => Some(a),
-            AnyCc::Aimd(_) => None,
+            AnyCc::Aimd(_) | AnyCc::Dcqcn(_) => None,
         }
     }
 }
@@ -129,6 +134,7 @@ macro_rules! dispatch {
         match $self {
             AnyCc::Arcc($c) => $e,
             AnyCc::Aimd($c) => $e,
+            AnyCc::Dcqcn($c) => $e,
         }
     };
 }
