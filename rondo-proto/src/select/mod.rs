@@ -3,13 +3,16 @@
 //!
 //! [`DeficitSelector`] is Rondo's (paper §4.2.3); [`RoundRobin`] sprays over the
 //! open paths in turn (RRPS); [`RandomSelector`] picks an open path at random
-//! (the ablation of Fig. 21). [`AnyPathSelector`] dispatches statically.
+//! (the ablation of Fig. 21); [`FixedSelector`] keeps the flow on one path
+//! (ECMP). [`AnyPathSelector`] dispatches statically.
 
 mod deficit;
+mod fixed;
 mod random;
 mod round_robin;
 
 pub use deficit::DeficitSelector;
+pub use fixed::FixedSelector;
 pub use random::RandomSelector;
 pub use round_robin::RoundRobin;
 
@@ -31,6 +34,8 @@ pub enum AnyPathSelector {
     RoundRobin(RoundRobin),
     /// Uniformly random among open paths.
     Random(RandomSelector),
+    /// The flow's one path.
+    Fixed(FixedSelector),
 }
 
 impl PathSelector for AnyPathSelector {
@@ -39,6 +44,7 @@ impl PathSelector for AnyPathSelector {
             AnyPathSelector::Deficit(s) => PathSelector::select(s, open),
             AnyPathSelector::RoundRobin(s) => s.select(open),
             AnyPathSelector::Random(s) => s.select(open),
+            AnyPathSelector::Fixed(s) => s.select(open),
         }
     }
 
@@ -47,6 +53,7 @@ impl PathSelector for AnyPathSelector {
             AnyPathSelector::Deficit(s) => PathSelector::reset(s, path),
             AnyPathSelector::RoundRobin(s) => s.reset(path),
             AnyPathSelector::Random(s) => s.reset(path),
+            AnyPathSelector::Fixed(s) => s.reset(path),
         }
     }
 }

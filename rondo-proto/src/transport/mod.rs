@@ -20,6 +20,8 @@
 
 mod rondo;
 mod rrps;
+mod ecmp;
+mod ar;
 
 use crate::cc::AnyCc;
 use crate::config::FlowConfig;
@@ -53,7 +55,7 @@ pub(crate) struct Entry {
 }
 
 /// Every transport, by index: one line per transport.
-const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY];
+const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY, ecmp::ENTRY, ar::ENTRY];
 
 /// A transport, chosen by name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
