@@ -4,11 +4,11 @@ use super::error::ScenarioError;
 use super::report::{
     Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats,
 };
-use super::schema::{EventAction, Scenario, SwitchSpec, TopologySpec};
+use super::schema::{EventAction, RoutingSpec, Scenario, SwitchSpec, TopologySpec, TransportKind};
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
     EcnConfig, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, PfcConfig, Progress,
-    RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
+    Routing, RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
 };
 use rondo_proto::time::{Duration, Instant};
 
@@ -82,7 +82,7 @@ impl Scenario {
             seed: self.seed,
             mtu: self.mtu as usize,
             reorder_buffer_bytes: (self.transport.reorder_buffer_kb * 1024.0) as usize,
-            switch: switch_config(&self.switch),
+            switch: switch_config(&self.switch, self.transport.kind),
         }
     }
 
@@ -104,8 +104,17 @@ fn kb(x: f64) -> u64 {
     (x * 1024.0).round() as u64
 }
 
-fn switch_config(s: &SwitchSpec) -> SwitchConfig {
+/// The switches of a scenario: its `[switch]` keys over the simulator's defaults,
+/// and adaptive routing for the `ar` transport unless `switch.routing` is set.
+fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
     let mut c = SwitchConfig::default();
+    c.routing = match s.routing {
+        Some(RoutingSpec::Ecmp) => Routing::Ecmp,
+        Some(RoutingSpec::Spray) => Routing::Spray,
+        Some(RoutingSpec::Adaptive) => Routing::Adaptive,
+        None if transport.name() == "ar" => Routing::Adaptive,
+        None => Routing::Ecmp,
+    };
     if let Some(x) = s.buffer_kb {
         c.buffer_bytes = kb(x);
     }

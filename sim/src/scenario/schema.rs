@@ -158,6 +158,22 @@ pub struct SwitchSpec {
     pub pfc_xoff_kb: Option<f64>,
     /// PFC: ingress bytes that send a resume, KB.
     pub pfc_xon_kb: Option<f64>,
+    /// Next-hop choice: `ecmp` (hash, the default), `spray` (random per packet) or
+    /// `adaptive` (shortest egress queue). Left out with `transport.kind = "ar"`:
+    /// `adaptive`.
+    pub routing: Option<RoutingSpec>,
+}
+
+/// `switch.routing`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RoutingSpec {
+    /// A hash of the packet's flow and logical path.
+    Ecmp,
+    /// A uniformly random equal-cost next hop per packet.
+    Spray,
+    /// The equal-cost next hop with the shortest egress data queue.
+    Adaptive,
 }
 
 /// Baselines a scenario may already name, to come with the baselines issue: a
