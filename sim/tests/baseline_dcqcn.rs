@@ -13,9 +13,14 @@ fn scenario(text: &str, sets: &[&str]) -> Scenario {
 }
 
 fn report(text: &str, sets: &[&str]) -> Report {
-    run(&scenario(text, sets), "dcqcn.toml", RunOptions::default(), &mut |_| {})
-        .unwrap_or_else(|e| panic!("{e}"))
-        .report
+    run(
+        &scenario(text, sets),
+        "dcqcn.toml",
+        RunOptions::default(),
+        &mut |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+    .report
 }
 
 /// One long flow over four 25 Gbit/s paths from a 100 Gbit/s host.
@@ -92,5 +97,8 @@ fn ar_routes_adaptively_and_its_flows_complete_reordered() {
     assert!(r_ar.ood.nic_max > 0);
     // Adaptive routing avoids ECMP's collisions: no slower to finish the job.
     let (jct_ar, jct_ecmp) = (r_ar.jct_us.unwrap(), r_ecmp.jct_us.unwrap());
-    assert!(jct_ar <= jct_ecmp * 1.05, "ar {jct_ar} us, ecmp {jct_ecmp} us");
+    assert!(
+        jct_ar <= jct_ecmp * 1.05,
+        "ar {jct_ar} us, ecmp {jct_ecmp} us"
+    );
 }

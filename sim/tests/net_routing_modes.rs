@@ -56,7 +56,10 @@ fn sent(sim: &Simulator, l: LinkId) -> u64 {
 #[test]
 fn ecmp_keeps_one_key_on_one_uplink_and_spray_splits_it() {
     let split = uplink_split(&mut fattree(Routing::Ecmp));
-    assert!(split.contains(&0) && split.contains(&(PACKETS as u64)), "{split:?}");
+    assert!(
+        split.contains(&0) && split.contains(&(PACKETS as u64)),
+        "{split:?}"
+    );
     let split = uplink_split(&mut fattree(Routing::Spray));
     assert!(split.iter().all(|&n| (150..=250).contains(&n)), "{split:?}");
     // The same seed sprays the same way.
@@ -76,7 +79,10 @@ fn adaptive_routing_avoids_the_longer_queue() {
     };
     let adaptive = run(Routing::Adaptive);
     assert!(adaptive[1] < PACKETS as u64 / 8, "{adaptive:?}");
-    assert!(adaptive[1] > 0, "ties at empty queues go either way: {adaptive:?}");
+    assert!(
+        adaptive[1] > 0,
+        "ties at empty queues go either way: {adaptive:?}"
+    );
     let spray = run(Routing::Spray);
     assert!(spray[1] > PACKETS as u64 / 3, "{spray:?}");
 }

@@ -18,10 +18,10 @@
 //! # Ok::<(), rondo_proto::transport::UnknownTransport>(())
 //! ```
 
+mod ar;
+mod ecmp;
 mod rondo;
 mod rrps;
-mod ecmp;
-mod ar;
 
 use crate::cc::AnyCc;
 use crate::config::FlowConfig;

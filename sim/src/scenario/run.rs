@@ -7,8 +7,8 @@ use super::report::{
 use super::schema::{EventAction, RoutingSpec, Scenario, SwitchSpec, TopologySpec, TransportKind};
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
-    EcnConfig, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, PfcConfig, Progress,
-    Routing, RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
+    FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, Progress, Routing, RunEnd,
+    SimConfig, Simulator, SwitchConfig, Topology, Trace,
 };
 use rondo_proto::time::{Duration, Instant};
 
@@ -107,13 +107,16 @@ fn kb(x: f64) -> u64 {
 /// The switches of a scenario: its `[switch]` keys over the simulator's defaults,
 /// and adaptive routing for the `ar` transport unless `switch.routing` is set.
 fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
-    let mut c = SwitchConfig::default();
-    c.routing = match s.routing {
+    let routing = match s.routing {
         Some(RoutingSpec::Ecmp) => Routing::Ecmp,
         Some(RoutingSpec::Spray) => Routing::Spray,
         Some(RoutingSpec::Adaptive) => Routing::Adaptive,
         None if transport.name() == "ar" => Routing::Adaptive,
         None => Routing::Ecmp,
+    };
+    let mut c = SwitchConfig {
+        routing,
+        ..SwitchConfig::default()
     };
     if let Some(x) = s.buffer_kb {
         c.buffer_bytes = kb(x);
@@ -126,7 +129,7 @@ fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
     }
     let ecn_on = s.ecn.unwrap_or(c.ecn.is_some());
     c.ecn = ecn_on.then(|| {
-        let mut e = c.ecn.clone().unwrap_or_else(EcnConfig::default);
+        let mut e = c.ecn.clone().unwrap_or_default();
         if let Some(x) = s.ecn_kmin_kb {
             e.kmin_bytes = kb(x);
         }
@@ -140,7 +143,7 @@ fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
     });
     let pfc_on = s.pfc.unwrap_or(c.pfc.is_some());
     c.pfc = pfc_on.then(|| {
-        let mut p = c.pfc.clone().unwrap_or_else(PfcConfig::default);
+        let mut p = c.pfc.clone().unwrap_or_default();
         if let Some(x) = s.pfc_xoff_kb {
             p.xoff_bytes = kb(x);
         }
