@@ -50,6 +50,33 @@ impl Default for PfcConfig {
     }
 }
 
+/// How a switch picks among the equal-cost next hops towards a host. Every mode
+/// skips failed links; switches of the parallel-path testbeds route by logical
+/// path whatever the mode (a parallel path is its own route).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Routing {
+    /// A hash of the packet's key (its flow and logical path) and the switch's salt:
+    /// one route per (flow, path).
+    #[default]
+    Ecmp,
+    /// A uniformly random next hop per packet (from the simulator's seeded RNG).
+    Spray,
+    /// The next hop whose egress data queue holds the fewest bytes, ties broken at
+    /// random: switch-local adaptive routing.
+    Adaptive,
+}
+
+impl Routing {
+    /// The name scenario files write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Routing::Ecmp => "ecmp",
+            Routing::Spray => "spray",
+            Routing::Adaptive => "adaptive",
+        }
+    }
+}
+
 /// Output-queued switch configuration, the same for every switch.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SwitchConfig {
@@ -68,6 +95,8 @@ pub struct SwitchConfig {
     /// Probability that a switch drops a packet it forwards, at every switch egress
     /// (random loss, as from corruption: every class; 0 by default). Seeded.
     pub loss: f64,
+    /// Next-hop choice among equal-cost links (default: ECMP hashing).
+    pub routing: Routing,
 }
 
 impl Default for SwitchConfig {
@@ -79,6 +108,7 @@ impl Default for SwitchConfig {
             ecn: Some(EcnConfig::default()),
             pfc: None,
             loss: 0.0,
+            routing: Routing::Ecmp,
         }
     }
 }

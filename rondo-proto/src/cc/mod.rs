@@ -4,21 +4,24 @@
 //! and probe flag, every NAK and loss verdict, the receiver's "buffer full"
 //! signal, every transmission, and a periodic tick it schedules itself; it answers
 //! how much each path may send now ([`CongestionControl::open_windows`]) and how
-//! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2) and
-//! [`Aimd`] (one window per flow, halved on loss: RRPS's) and [`Swift`]
-//! (delay-based windows per path: swift-rps, Falcon). [`AnyCc`] dispatches
-//! statically over them.
+//! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2),
+//! [`Aimd`] (one window per flow, halved on loss: RRPS's), [`Swift`]
+//! (delay-based windows per path: swift-rps, Falcon) and [`Dcqcn`] (one paced
+//! rate per flow, cut on ECN echoes: the ecmp, ar and RC baselines'). [`AnyCc`]
+//! dispatches statically over them.
 //!
 //! Units: windows in packets (`f64`, fractional), rates in packets per
 //! microsecond (`f64`), times as [`Instant`] / [`Duration`] (integer picoseconds).
 
 mod aimd;
 mod arcc;
+mod dcqcn;
 mod plb;
 mod swift;
 
 pub use aimd::Aimd;
 pub use arcc::{Arcc, ArccUpdate};
+pub use dcqcn::{Dcqcn, DcqcnParams, IncreaseStage, WINDOW_BDPS};
 pub use swift::{Swift, SwiftParams};
 
 use crate::path::PathState;
@@ -112,6 +115,8 @@ pub enum AnyCc {
     Aimd(Aimd),
     /// Swift per path (swift-rps; Falcon with its NIC window and PLB).
     Swift(Swift),
+    /// DCQCN: one paced rate for the flow, cut on ECN echoes.
+    Dcqcn(Dcqcn),
 }
 
 impl AnyCc {
@@ -125,7 +130,7 @@ impl AnyCc {
     pub fn arcc(&self) -> Option<&Arcc> {
         match self {
             AnyCc::Arcc(a) => Some(a),
-            AnyCc::Aimd(_) | AnyCc::Swift(_) => None,
+            _ => None,
         }
     }
 
@@ -144,6 +149,7 @@ macro_rules! dispatch {
             AnyCc::Arcc($c) => $e,
             AnyCc::Aimd($c) => $e,
             AnyCc::Swift($c) => $e,
+            AnyCc::Dcqcn($c) => $e,
         }
     };
 }

@@ -4,14 +4,17 @@
 //! [`DeficitSelector`] is Rondo's (paper §4.2.3); [`RoundRobin`] sprays over the
 //! open paths in turn (RRPS); [`RandomSelector`] picks an open path at random
 //! (the ablation of Fig. 21); [`MaxOpen`] takes the path with the largest
-//! open window (Falcon). [`AnyPathSelector`] dispatches statically.
+//! open window (Falcon); [`FixedSelector`] keeps the flow on one path (ECMP).
+//! [`AnyPathSelector`] dispatches statically.
 
 mod deficit;
+mod fixed;
 mod max_open;
 mod random;
 mod round_robin;
 
 pub use deficit::DeficitSelector;
+pub use fixed::FixedSelector;
 pub use max_open::MaxOpen;
 pub use random::RandomSelector;
 pub use round_robin::RoundRobin;
@@ -36,6 +39,8 @@ pub enum AnyPathSelector {
     Random(RandomSelector),
     /// The path with the largest open window (Falcon).
     MaxOpen(MaxOpen),
+    /// The flow's one path.
+    Fixed(FixedSelector),
 }
 
 impl PathSelector for AnyPathSelector {
@@ -45,6 +50,7 @@ impl PathSelector for AnyPathSelector {
             AnyPathSelector::RoundRobin(s) => s.select(open),
             AnyPathSelector::Random(s) => s.select(open),
             AnyPathSelector::MaxOpen(s) => s.select(open),
+            AnyPathSelector::Fixed(s) => s.select(open),
         }
     }
 
@@ -54,6 +60,7 @@ impl PathSelector for AnyPathSelector {
             AnyPathSelector::RoundRobin(s) => s.reset(path),
             AnyPathSelector::Random(s) => s.reset(path),
             AnyPathSelector::MaxOpen(s) => s.reset(path),
+            AnyPathSelector::Fixed(s) => s.reset(path),
         }
     }
 }

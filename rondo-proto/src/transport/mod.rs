@@ -18,6 +18,8 @@
 //! # Ok::<(), rondo_proto::transport::UnknownTransport>(())
 //! ```
 
+mod ar;
+mod ecmp;
 mod falcon;
 mod rondo;
 mod rrps;
@@ -55,7 +57,14 @@ pub(crate) struct Entry {
 }
 
 /// Every transport, by index: one line per transport.
-const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY, swift_rps::ENTRY, falcon::ENTRY];
+const REGISTRY: &[Entry] = &[
+    rondo::ENTRY,
+    rrps::ENTRY,
+    swift_rps::ENTRY,
+    falcon::ENTRY,
+    ecmp::ENTRY,
+    ar::ENTRY,
+];
 
 /// A transport, chosen by name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

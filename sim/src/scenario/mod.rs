@@ -40,6 +40,6 @@ pub use run::{build, link_name, run, Outcome, RunOptions};
 pub use schema::{
     AllToAllSpec, BackgroundSpec, BaseRttSpec, CdfName, Clos3Spec, EventAction, EventSpec,
     FatTreeSpec, Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec, ParallelSpec, PathEntry,
-    PathSelectionSpec, PermutationSpec, PoissonSpec, Scenario, SwitchSpec, TopologySpec,
-    TransportKind, TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
+    PathSelectionSpec, PermutationSpec, PoissonSpec, RoutingSpec, Scenario, SwitchSpec,
+    TopologySpec, TransportKind, TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
 };

@@ -4,11 +4,13 @@ use super::error::ScenarioError;
 use super::report::{
     Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats,
 };
-use super::schema::{BaseRttSpec, EventAction, Scenario, SwitchSpec, TopologySpec};
+use super::schema::{
+    BaseRttSpec, EventAction, RoutingSpec, Scenario, SwitchSpec, TopologySpec, TransportKind,
+};
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
-    EcnConfig, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, PfcConfig, Progress,
-    RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
+    FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, Progress, Routing, RunEnd,
+    SimConfig, Simulator, SwitchConfig, Topology, Trace,
 };
 use rondo_proto::time::{Duration, Instant};
 
@@ -82,7 +84,7 @@ impl Scenario {
             seed: self.seed,
             mtu: self.mtu as usize,
             reorder_buffer_bytes: (self.transport.reorder_buffer_kb * 1024.0) as usize,
-            switch: switch_config(&self.switch),
+            switch: switch_config(&self.switch, self.transport.kind),
         }
     }
 
@@ -104,8 +106,20 @@ fn kb(x: f64) -> u64 {
     (x * 1024.0).round() as u64
 }
 
-fn switch_config(s: &SwitchSpec) -> SwitchConfig {
-    let mut c = SwitchConfig::default();
+/// The switches of a scenario: its `[switch]` keys over the simulator's defaults,
+/// and adaptive routing for the `ar` transport unless `switch.routing` is set.
+fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
+    let routing = match s.routing {
+        Some(RoutingSpec::Ecmp) => Routing::Ecmp,
+        Some(RoutingSpec::Spray) => Routing::Spray,
+        Some(RoutingSpec::Adaptive) => Routing::Adaptive,
+        None if transport.name() == "ar" => Routing::Adaptive,
+        None => Routing::Ecmp,
+    };
+    let mut c = SwitchConfig {
+        routing,
+        ..SwitchConfig::default()
+    };
     if let Some(x) = s.buffer_kb {
         c.buffer_bytes = kb(x);
     }
@@ -117,7 +131,7 @@ fn switch_config(s: &SwitchSpec) -> SwitchConfig {
     }
     let ecn_on = s.ecn.unwrap_or(c.ecn.is_some());
     c.ecn = ecn_on.then(|| {
-        let mut e = c.ecn.clone().unwrap_or_else(EcnConfig::default);
+        let mut e = c.ecn.clone().unwrap_or_default();
         if let Some(x) = s.ecn_kmin_kb {
             e.kmin_bytes = kb(x);
         }
@@ -131,7 +145,7 @@ fn switch_config(s: &SwitchSpec) -> SwitchConfig {
     });
     let pfc_on = s.pfc.unwrap_or(c.pfc.is_some());
     c.pfc = pfc_on.then(|| {
-        let mut p = c.pfc.clone().unwrap_or_else(PfcConfig::default);
+        let mut p = c.pfc.clone().unwrap_or_default();
         if let Some(x) = s.pfc_xoff_kb {
             p.xoff_bytes = kb(x);
         }

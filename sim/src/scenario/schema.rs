@@ -161,11 +161,27 @@ pub struct SwitchSpec {
     /// Random loss: the probability that each switch egress drops a packet
     /// (for example 0.001), seeded by the scenario's seed.
     pub loss: Option<f64>,
+    /// Next-hop choice: `ecmp` (hash, the default), `spray` (random per packet) or
+    /// `adaptive` (shortest egress queue). Left out with `transport.kind = "ar"`:
+    /// `adaptive`.
+    pub routing: Option<RoutingSpec>,
+}
+
+/// `switch.routing`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum RoutingSpec {
+    /// A hash of the packet's flow and logical path.
+    Ecmp,
+    /// A uniformly random equal-cost next hop per packet.
+    Spray,
+    /// The equal-cost next hop with the shortest egress data queue.
+    Adaptive,
 }
 
 /// Baselines a scenario may already name, to come with the baselines issue: a
 /// scenario naming one is refused with [`ScenarioError::TransportNotImplemented`](super::ScenarioError::TransportNotImplemented).
-pub const PLANNED_TRANSPORTS: &[&str] = &["mprdma", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"];
+pub const PLANNED_TRANSPORTS: &[&str] = &["mprdma", "uet", "rc-gbn", "rc-sr"];
 
 /// The transport a scenario names (`transport.kind`): one the engine has
 /// ([`rondo_proto::Transport`], any registered name), or a baseline still to come.

@@ -2,6 +2,7 @@
 //! thresholds, shared buffer, ECN, PFC) and link changes.
 
 use super::{LinkChange, Simulator};
+use crate::config::Routing;
 use crate::net::fabric::NONE;
 use crate::net::{mix, Ev, Meta};
 
@@ -10,7 +11,42 @@ const DATA: usize = 1;
 const PROBE: usize = 2;
 
 impl Simulator {
-    /// The next-hop link at switch `node` towards host `dst`, skipping failed links.
+    /// The next-hop link of a packet at switch `node` towards host `dst`, by the
+    /// switches' routing mode, skipping failed links.
+    fn route_packet(&mut self, node: u32, dst: u32, key: u64, path: u16) -> Option<u32> {
+        let s = self.fabric.switch_index(node);
+        let routing = self.cfg.switch.routing;
+        if routing == Routing::Ecmp || self.fabric.by_path[s] {
+            return self.next_hop(node, dst, key, path);
+        }
+        let hops = self.fabric.next_hops(node, dst);
+        let mut pick = None;
+        let mut best = u64::MAX;
+        let mut candidates = 0u64;
+        for &l in hops {
+            let port = &self.ports[l as usize];
+            if port.failed {
+                continue;
+            }
+            let q = match routing {
+                Routing::Adaptive => port.class_bytes[DATA],
+                Routing::Spray | Routing::Ecmp => 0,
+            };
+            if q < best {
+                (best, candidates, pick) = (q, 1, Some(l));
+            } else if q == best {
+                // Reservoir sampling: each of the `candidates` equal ones alike.
+                candidates += 1;
+                if self.rng.gen_range(0..candidates) == 0 {
+                    pick = Some(l);
+                }
+            }
+        }
+        pick
+    }
+
+    /// The next-hop link at switch `node` towards host `dst` by ECMP hashing (or by
+    /// logical path on a parallel-path switch), skipping failed links.
     pub(crate) fn next_hop(&self, node: u32, dst: u32, key: u64, path: u16) -> Option<u32> {
         let hops = self.fabric.next_hops(node, dst);
         let n = hops.len();
@@ -123,7 +159,7 @@ impl Simulator {
 
     /// A packet arrived at switch `node` over link `ingress`.
     fn forward(&mut self, node: u32, ingress: u32, mut m: Meta) {
-        let Some(out) = self.next_hop(node, m.dst, m.key, m.path) else {
+        let Some(out) = self.route_packet(node, m.dst, m.key, m.path) else {
             if self.fabric.next_hops(node, m.dst).is_empty() {
                 self.counters.drop_no_route += 1;
             } else {
