@@ -48,8 +48,11 @@ fn a_failed_path_is_routed_around_and_the_flow_completes() {
     assert!(m.retx.mean_delay.is_some_and(|d| d > Duration::ZERO));
     let s = sim.link_stats(path).unwrap();
     assert!(s.failed);
-    // The ideal counts the three paths left.
-    assert!((m.ideal_gbps - 75.0).abs() < 1e-6, "{}", m.ideal_gbps);
+    // The ideal counts four paths for the first 100 us, the three left after:
+    // weighted by time over the measured span.
+    let w = m.window.as_us_f64();
+    let expected = (100.0 * 100.0 + 75.0 * (w - 100.0)) / w;
+    assert!((m.ideal_gbps - expected).abs() < 1e-6, "{} vs {expected}", m.ideal_gbps);
 }
 
 #[test]
@@ -110,7 +113,10 @@ fn a_rate_change_slows_the_transfer_and_the_ideal_follows() {
         fct(&base)
     );
     let m = slow.metrics();
-    assert!((m.ideal_gbps - 80.0).abs() < 1e-6);
+    // 100 Gbit/s for 50 us, then 80: weighted by time over the measured span.
+    let w = m.window.as_us_f64();
+    let expected = (100.0 * 50.0 + 80.0 * (w - 50.0)) / w;
+    assert!((m.ideal_gbps - expected).abs() < 1e-6, "{} vs {expected}", m.ideal_gbps);
     assert!(
         m.utilization > 0.7 && m.utilization <= 1.0,
         "{}",
