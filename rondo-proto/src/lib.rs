@@ -39,7 +39,9 @@ pub mod transmit;
 pub mod transport;
 pub mod wire;
 
-pub use config::{AlphaWeight, ConfigError, FlowConfig, PathSelection, QueueEstimate, MAX_MTU};
+pub use config::{
+    AlphaWeight, ConfigError, EarlyRecovery, FlowConfig, PathSelection, QueueEstimate, MAX_MTU,
+};
 pub use connection::{Connection, ConnectionSummary};
 pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointError};
 pub use event::{ConnectionError, Event, PostError};

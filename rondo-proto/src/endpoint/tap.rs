@@ -41,21 +41,30 @@ impl Endpoint {
             .and_then(|f| self.by_flow.get(&f).copied());
         let before = conn
             .and_then(|i| self.conns[i].open())
-            .map(|c| c.receiver_stats().bytes_delivered);
+            .map(|c| c.receiver_stats())
+            .map(|r| (r.bytes_delivered, r.placed_direct));
         let ok = self.receive(now, path, data, ecn_ce).is_ok();
-        let (flow, delivered) = match (conn, before) {
-            (Some(i), Some(b)) if ok => match self.conns[i].open() {
-                Some(c) => (Some(c.local_flow()), c.receiver_stats().bytes_delivered - b),
-                None => (None, 0),
+        let (flow, delivered, direct) = match (conn, before) {
+            (Some(i), Some((b, d))) if ok => match self.conns[i].open() {
+                Some(c) => {
+                    let r = c.receiver_stats();
+                    (
+                        Some(c.local_flow()),
+                        r.bytes_delivered - b,
+                        r.placed_direct > d,
+                    )
+                }
+                None => (None, 0, false),
             },
-            _ => (None, 0),
+            _ => (None, 0, false),
         };
         let s = self.buffer.stats().all_flows;
         self.tap.record(TapEvent::Arrival {
             flow,
             nic_ood,
             rbo_slots,
-            new_data: s.in_order + s.buffered > seen,
+            // Placed directly (RC selective repeat) is new data outside the buffer.
+            new_data: s.in_order + s.buffered > seen || direct,
             delivered,
         });
     }

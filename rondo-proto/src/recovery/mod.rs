@@ -4,12 +4,16 @@
 //! A recovery scheme watches transmissions and progress, decides loss verdicts on
 //! the sender's table (the sender requeues the packets, counts them against their
 //! paths and tells the congestion controller), and owns the retransmission
-//! timeout with its backoff and retry limit. [`SelectiveRepeat`] is the one
-//! scheme so far (early recovery with a PSN threshold and a per-path RACK-style
-//! deadline, RTO with exponential backoff); [`AnyRecovery`] dispatches statically.
+//! timeout with its backoff and retry limit. [`SelectiveRepeat`] is Rondo's
+//! (early recovery with a PSN threshold and a per-path RACK-style deadline, RTO
+//! with exponential backoff); [`GoBackN`] is an RC NIC's (NAK-driven, go-back-N or
+//! selective, with an outstanding-PSN limit). [`AnyRecovery`] dispatches
+//! statically.
 
+mod go_back_n;
 mod selective_repeat;
 
+pub use go_back_n::{GoBackN, NakRecovery};
 pub use selective_repeat::SelectiveRepeat;
 
 use crate::event::Event;
@@ -34,6 +38,15 @@ pub(crate) trait LossRecovery {
     /// past the retry limit fails the connection instead (`core.failed`, with an
     /// [`Event::Error`] in `events`).
     fn on_timeout(&mut self, now: Instant, core: &mut Core, events: &mut VecDeque<Event>) -> bool;
+    /// A NAK said the receiver's next expected PSN is `expected`; the NAKed
+    /// packet was sent at `naked_sent` (its echoed timestamp). Schemes that recover
+    /// from NAKs act on it (after the NAKed packet itself is handled).
+    fn on_nak(&mut self, _now: Instant, _expected: u64, _naked_sent: Instant, _core: &mut Core) {}
+    /// The most PSNs outstanding from the lowest unacknowledged one (an RC NIC's
+    /// PSN window): new PSNs beyond it wait. `None`: no limit.
+    fn psn_window(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Every loss-recovery scheme, dispatched statically.
@@ -41,12 +54,15 @@ pub(crate) trait LossRecovery {
 pub enum AnyRecovery {
     /// Selective repeat with early recovery and an RTO.
     SelectiveRepeat(SelectiveRepeat),
+    /// RC NIC recovery: NAKs (go-back-N or selective), an RTO, a PSN window.
+    GoBackN(GoBackN),
 }
 
 macro_rules! dispatch {
     ($self:ident, $r:ident => $e:expr) => {
         match $self {
             AnyRecovery::SelectiveRepeat($r) => $e,
+            AnyRecovery::GoBackN($r) => $e,
         }
     };
 }
@@ -69,5 +85,11 @@ impl LossRecovery for AnyRecovery {
     }
     fn on_timeout(&mut self, now: Instant, core: &mut Core, events: &mut VecDeque<Event>) -> bool {
         dispatch!(self, r => r.on_timeout(now, core, events))
+    }
+    fn on_nak(&mut self, now: Instant, expected: u64, naked_sent: Instant, core: &mut Core) {
+        dispatch!(self, r => r.on_nak(now, expected, naked_sent, core))
+    }
+    fn psn_window(&self) -> Option<u64> {
+        dispatch!(self, r => r.psn_window())
     }
 }

@@ -1,0 +1,145 @@
+//! NAK-driven recovery of an RC NIC (docs/baselines.md, `rc-gbn` and `rc-sr`):
+//! a NAK names the receiver's expected PSN e; go-back-N resends everything from e,
+//! selective repeat resends e alone. No early recovery besides the NAK; a
+//! retransmission timeout resends everything in flight. The NIC tracks a bounded
+//! range of outstanding PSNs (ConnectX-7: 512): new PSNs wait beyond it.
+
+use super::LossRecovery;
+use crate::config::FlowConfig;
+use crate::event::{ConnectionError, Event};
+use crate::sender::Core;
+use crate::time::{Duration, Instant};
+use std::collections::VecDeque;
+
+/// What a NAK of expected PSN e resends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NakRecovery {
+    /// Everything sent from e on (RoCE go-back-N).
+    GoBackN,
+    /// e alone (ConnectX selective repeat: the receiver kept what came after).
+    Selective,
+}
+
+/// RC loss recovery: NAKs, an RTO, and an outstanding-PSN limit.
+///
+/// A NAK is acted on only when it is newer than e's last transmission (the
+/// packet the receiver NAKed was sent after e was): a NAK triggered before e was
+/// resent says nothing about the resent copy. The RTO is max(`rto_min`, 3 x the
+/// largest smoothed RTT), doubling per timeout without progress; the connection
+/// fails after `retry_limit` of them (as [`super::SelectiveRepeat`]'s).
+#[derive(Clone, Debug)]
+pub struct GoBackN {
+    mode: NakRecovery,
+    psn_window: Option<u64>,
+    initial_rtt: Duration,
+    rto_min: Duration,
+    retry_limit: u32,
+    retries: u32,
+    last_progress: Instant,
+}
+
+impl GoBackN {
+    /// The scheme of a flow configured by `cfg`, starting at `now`: NAKs resend
+    /// as `mode` says, and at most `psn_window` PSNs are outstanding (from the
+    /// lowest unacknowledged one; `None`: no limit).
+    pub fn new(
+        cfg: &FlowConfig,
+        now: Instant,
+        mode: NakRecovery,
+        psn_window: Option<u64>,
+    ) -> GoBackN {
+        GoBackN {
+            mode,
+            psn_window,
+            initial_rtt: cfg.initial_rtt,
+            rto_min: cfg.rto_min,
+            retry_limit: cfg.retry_limit,
+            retries: 0,
+            last_progress: now,
+        }
+    }
+
+    fn rto(&self, core: &Core) -> Duration {
+        let srtt = core
+            .paths
+            .iter()
+            .filter_map(|p| p.srtt)
+            .max()
+            .unwrap_or(self.initial_rtt);
+        let base = srtt.saturating_mul(3).max(self.rto_min);
+        base.saturating_mul(1u64 << self.retries.min(16))
+    }
+
+    fn rto_deadline(&self, core: &Core) -> Option<Instant> {
+        (core.in_flight_count() > 0 || core.retx_pending())
+            .then(|| self.last_progress + self.rto(core))
+    }
+}
+
+impl LossRecovery for GoBackN {
+    fn on_transmit(&mut self, _psn: u64) {}
+
+    fn on_transmitted(&mut self, now: Instant, in_flight: u32) {
+        if self.last_progress < now && in_flight == 1 {
+            self.last_progress = now; // the RTO runs from the first packet of a busy period
+        }
+    }
+
+    fn on_progress(&mut self, now: Instant) {
+        self.retries = 0;
+        self.last_progress = now;
+    }
+
+    fn detect_losses(&mut self, _now: Instant, _core: &mut Core) {}
+
+    fn on_nak(&mut self, now: Instant, expected: u64, naked_sent: Instant, core: &mut Core) {
+        let Some(first) = expected.checked_sub(core.base) else {
+            return; // already delivered and forgotten
+        };
+        let first = first as usize;
+        let Some(e) = core.table.get(first).copied() else {
+            return;
+        };
+        if e.acked || e.tx_count == 0 || e.sent_at.as_ns() > naked_sent.as_ns() {
+            return; // resent after the NAKed packet went out: a stale NAK
+        }
+        let end = match self.mode {
+            NakRecovery::GoBackN => core.table.len(),
+            NakRecovery::Selective => first + 1,
+        };
+        for i in first..end {
+            let p = core.table[i];
+            if p.in_flight && !p.acked {
+                // Not counted toward path failure: the NAK proves the path delivers.
+                core.declare_lost(core.base + i as u64, now, true);
+            }
+        }
+    }
+
+    fn psn_window(&self) -> Option<u64> {
+        self.psn_window
+    }
+
+    fn poll_timeout(&self, core: &Core) -> Option<Instant> {
+        self.rto_deadline(core)
+    }
+
+    fn on_timeout(&mut self, now: Instant, core: &mut Core, events: &mut VecDeque<Event>) -> bool {
+        if self.rto_deadline(core).is_none_or(|d| d > now) {
+            return false;
+        }
+        self.retries += 1;
+        core.stats.rto_fired += 1;
+        if self.retries > self.retry_limit {
+            let err = ConnectionError::RetryExceeded {
+                retries: self.retries - 1,
+            };
+            core.failed = Some(err);
+            events.push_back(Event::Error(err));
+            return false;
+        }
+        core.on_rto(now); // everything in flight is resent, lowest PSN first
+        self.last_progress = now;
+        true
+    }
+}
