@@ -143,3 +143,89 @@ impl LossRecovery for GoBackN {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{feedback, resent, send, sent};
+    use crate::config::FlowConfig;
+    use crate::sender::Sender;
+    use crate::time::Instant;
+    use crate::transport::Transport;
+    use crate::wire::NakReason;
+
+    fn rc(name: &str) -> FlowConfig {
+        FlowConfig {
+            transport: Transport::from_name(name).unwrap(),
+            paths: 1,
+            initial_window: 64.0,
+            ..FlowConfig::default()
+        }
+    }
+
+    #[test]
+    fn go_back_n_resends_everything_from_the_naked_psn() {
+        let mut s = sent(&rc("rc-gbn"), 10);
+        feedback(&mut s, 10, 0, 1, 0, None); // PSN 0 acknowledged
+        feedback(&mut s, 11, 4, 1, 0, Some(NakReason::SequenceError)); // 1 missing, 4 dropped
+        assert_eq!(resent(&mut s, 12), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        // A NAK triggered by a packet sent before the go-back is stale.
+        feedback(&mut s, 13, 6, 1, 0, Some(NakReason::SequenceError));
+        assert_eq!(resent(&mut s, 14), Vec::<u32>::new());
+        // One from after it (PSN 2's copy sent at 12 arrived, 1's did not) is not.
+        feedback(&mut s, 40, 2, 1, 12, Some(NakReason::SequenceError));
+        assert_eq!(resent(&mut s, 41), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    }
+
+    #[test]
+    fn selective_repeat_resends_the_hole_once_per_transmission() {
+        let mut s = sent(&rc("rc-sr"), 10);
+        // PSN 1 is missing; 2..=5 arrive and are kept, each NAKing 1.
+        feedback(&mut s, 10, 0, 1, 0, None);
+        for psn in 2..=5 {
+            feedback(
+                &mut s,
+                10 + u64::from(psn),
+                psn,
+                1,
+                0,
+                Some(NakReason::OutOfOrder),
+            );
+        }
+        assert_eq!(
+            resent(&mut s, 16),
+            [1],
+            "one resend for four NAKs (sent before it)"
+        );
+        feedback(&mut s, 17, 6, 1, 0, Some(NakReason::OutOfOrder));
+        assert_eq!(resent(&mut s, 18), Vec::<u32>::new());
+        // The NAKed PSNs were selectively acknowledged: the hole's ACK completes 0..=6.
+        feedback(&mut s, 30, 1, 7, 16, None);
+        assert_eq!(
+            (s.core.base, s.core.table.len()),
+            (7, 3),
+            "0..=6 delivered and forgotten"
+        );
+        assert_eq!(s.core.stats.retransmissions, 1);
+    }
+
+    #[test]
+    fn the_psn_window_holds_new_psns_until_the_lowest_is_acknowledged() {
+        let cfg = FlowConfig {
+            initial_window: 2000.0,
+            ..rc("rc-sr")
+        };
+        let mut s = Sender::new(&cfg, Instant::ZERO);
+        s.post(1, vec![0u8; 600 * cfg.payload_per_packet()].into());
+        let n = std::iter::from_fn(|| send(&mut s, Instant::ZERO)).count();
+        assert_eq!(n, 512);
+        // PSN 0 acknowledged: PSN 512 may go, nothing more.
+        feedback(&mut s, 20, 0, 1, 0, None);
+        let more: Vec<(u32, bool)> =
+            std::iter::from_fn(|| send(&mut s, Instant::from_us(20))).collect();
+        assert_eq!(more, [(512, false)]);
+        // Later PSNs acknowledged out of order do not move the window.
+        feedback(&mut s, 21, 5, 1, 0, Some(NakReason::OutOfOrder));
+        let _ = resent(&mut s, 21); // the hole, PSN 1
+        assert_eq!(send(&mut s, Instant::from_us(21)), None);
+    }
+}

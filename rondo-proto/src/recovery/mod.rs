@@ -93,3 +93,70 @@ impl LossRecovery for AnyRecovery {
         dispatch!(self, r => r.psn_window())
     }
 }
+
+/// A sender driven packet by packet, for the recovery schemes' rule tests.
+#[cfg(test)]
+mod testing {
+    use crate::config::FlowConfig;
+    use crate::sender::Sender;
+    use crate::time::Instant;
+    use crate::wire::{CommonRepr, FeedbackRepr, Flags, NakReason};
+    use crate::Psn;
+    use std::collections::VecDeque;
+
+    /// A sender configured by `cfg` with `packets` packets posted and sent at 0.
+    pub(super) fn sent(cfg: &FlowConfig, packets: usize) -> Sender {
+        let mut s = Sender::new(cfg, Instant::ZERO);
+        s.post(1, vec![7u8; packets * cfg.payload_per_packet()].into());
+        for _ in 0..packets {
+            send(&mut s, Instant::ZERO);
+        }
+        s
+    }
+
+    /// The (PSN, retransmission) of the next DATA packet sent at `now`.
+    pub(super) fn send(s: &mut Sender, now: Instant) -> Option<(u32, bool)> {
+        let mut buf = vec![0u8; 1500];
+        s.core.last_data = None;
+        s.poll_transmit(now, &mut buf, 2)?;
+        s.core.last_data
+    }
+
+    /// Feedback for `psn` (sent at `sent_us`) with cumulative ACK `cum`, at `now_us`.
+    pub(super) fn feedback(
+        s: &mut Sender,
+        now_us: u64,
+        psn: u32,
+        cum: u32,
+        sent_us: u64,
+        nak: Option<NakReason>,
+    ) {
+        let common = CommonRepr {
+            flow: 1,
+            psn: Psn::ZERO,
+            path: 0,
+            flags: Flags::empty(),
+            timestamp_ns: now_us * 1000,
+        };
+        let fb = FeedbackRepr {
+            acked_psn: Psn(psn),
+            cum_ack: Psn(cum),
+            highest_psn: Psn(psn),
+            acked_path: 0,
+            of_probe: false,
+            duplicate: false,
+            echo_timestamp_ns: sent_us * 1000,
+            rx_timestamp_ns: now_us * 1000,
+        };
+        let now = Instant::from_us(now_us);
+        assert!(s.on_feedback(now, &common, &fb, nak, &mut VecDeque::new()));
+    }
+
+    pub(super) fn resent(s: &mut Sender, now_us: u64) -> Vec<u32> {
+        let now = Instant::from_us(now_us);
+        std::iter::from_fn(|| send(s, now))
+            .take_while(|&(_, retx)| retx)
+            .map(|(psn, _)| psn)
+            .collect()
+    }
+}

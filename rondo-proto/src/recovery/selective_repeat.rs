@@ -176,3 +176,49 @@ impl LossRecovery for SelectiveRepeat {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{feedback, resent, sent};
+    use crate::config::{EarlyRecovery, FlowConfig};
+    use crate::transport::Transport;
+
+    fn one_path(rule: EarlyRecovery) -> FlowConfig {
+        FlowConfig {
+            transport: Transport::from_name("rrps").unwrap(),
+            paths: 1,
+            initial_window: 64.0,
+            early_recovery_threshold: 4,
+            early_recovery: rule,
+            ..FlowConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_gap_alone_declares_a_loss_at_once_the_default_waits_for_the_rtt() {
+        for rule in [EarlyRecovery::Gap, EarlyRecovery::GapAndRtt] {
+            let mut s = sent(&one_path(rule), 10);
+            // PSN 9 arrives 1 us after the burst (0..=8 still missing): the gap
+            // exceeds 4 for 0..=4.
+            feedback(&mut s, 1, 9, 0, 0, None);
+            let now = resent(&mut s, 1);
+            match rule {
+                EarlyRecovery::Gap => assert_eq!(now, [0, 1, 2, 3, 4]),
+                EarlyRecovery::GapAndRtt => assert!(now.is_empty(), "{now:?}"),
+            }
+            // The gap rule's copies are not declared again by the same gap (only
+            // their own path deadline would); past the first copies' deadline
+            // (initial RTT 20 us and its margin) the default declares them.
+            let at = match rule {
+                EarlyRecovery::Gap => 3,
+                EarlyRecovery::GapAndRtt => 40,
+            };
+            feedback(&mut s, at, 8, 0, 0, None);
+            let later = resent(&mut s, at);
+            match rule {
+                EarlyRecovery::Gap => assert!(later.is_empty(), "{later:?}"),
+                EarlyRecovery::GapAndRtt => assert_eq!(later, [0, 1, 2, 3, 4]),
+            }
+        }
+    }
+}

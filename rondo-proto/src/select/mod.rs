@@ -3,18 +3,18 @@
 //!
 //! [`DeficitSelector`] is Rondo's (paper §4.2.3); [`RoundRobin`] sprays over the
 //! open paths in turn (RRPS); [`RandomSelector`] picks an open path at random
-//! (the ablation of Fig. 21); [`SinglePath`] keeps a flow on one path chosen by
-//! hash (RC). [`AnyPathSelector`] dispatches statically.
+//! (the ablation of Fig. 21); [`FixedSelector`] keeps the flow on one path
+//! (ECMP). [`AnyPathSelector`] dispatches statically.
 
 mod deficit;
+mod fixed;
 mod random;
 mod round_robin;
-mod single_path;
 
 pub use deficit::DeficitSelector;
+pub use fixed::FixedSelector;
 pub use random::RandomSelector;
 pub use round_robin::RoundRobin;
-pub use single_path::SinglePath;
 
 /// A path selector of one flow.
 pub trait PathSelector {
@@ -34,8 +34,8 @@ pub enum AnyPathSelector {
     RoundRobin(RoundRobin),
     /// Uniformly random among open paths.
     Random(RandomSelector),
-    /// One path per flow, by hash.
-    SinglePath(SinglePath),
+    /// The flow's one path.
+    Fixed(FixedSelector),
 }
 
 impl PathSelector for AnyPathSelector {
@@ -44,7 +44,7 @@ impl PathSelector for AnyPathSelector {
             AnyPathSelector::Deficit(s) => PathSelector::select(s, open),
             AnyPathSelector::RoundRobin(s) => s.select(open),
             AnyPathSelector::Random(s) => s.select(open),
-            AnyPathSelector::SinglePath(s) => s.select(open),
+            AnyPathSelector::Fixed(s) => s.select(open),
         }
     }
 
@@ -53,7 +53,7 @@ impl PathSelector for AnyPathSelector {
             AnyPathSelector::Deficit(s) => PathSelector::reset(s, path),
             AnyPathSelector::RoundRobin(s) => s.reset(path),
             AnyPathSelector::Random(s) => s.reset(path),
-            AnyPathSelector::SinglePath(s) => s.reset(path),
+            AnyPathSelector::Fixed(s) => s.reset(path),
         }
     }
 }

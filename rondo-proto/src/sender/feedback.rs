@@ -126,6 +126,8 @@ impl Sender {
             if nak == Some(NakReason::OutOfOrder) {
                 // Kept out of order (selectively acknowledged); `cum` is the hole.
                 progress |= c.mark_acked(acked, true);
+            } else if nak == Some(NakReason::SequenceError) {
+                // Dropped for a hole before it: recovery goes back to `cum`.
             } else if nak.is_some() {
                 // The path delivered it; the receiver refused it. Not a path loss.
                 c.declare_lost(acked, now, true);

@@ -15,7 +15,7 @@ use crate::path::PathState;
 use crate::receiver_policy::ReceiverPolicy;
 use crate::recovery::{AnyRecovery, GoBackN, NakRecovery};
 use crate::scheduler::{AnyPacketSelector, LowestFirst};
-use crate::select::{AnyPathSelector, RandomSelector, SinglePath};
+use crate::select::{AnyPathSelector, FixedSelector, RandomSelector};
 use crate::time::{Duration, Instant};
 
 /// ConnectX-7's outstanding PSN range of an RC queue pair for WRITE (paper
@@ -53,7 +53,9 @@ fn cc(cfg: &FlowConfig) -> AnyCc {
 fn selector(cfg: &FlowConfig) -> AnyPathSelector {
     match cfg.path_selection {
         PathSelection::Random => AnyPathSelector::Random(RandomSelector::new(cfg.seed)),
-        PathSelection::Deficit => AnyPathSelector::SinglePath(SinglePath::new(cfg.seed, cfg.paths)),
+        PathSelection::Deficit => {
+            AnyPathSelector::Fixed(FixedSelector::new(usize::from(cfg.paths), cfg.seed))
+        }
     }
 }
 
