@@ -537,6 +537,12 @@ impl TransportSpec {
                 super::schema::PathSelectionSpec::Deficit => rondo_proto::PathSelection::Deficit,
                 super::schema::PathSelectionSpec::Random => rondo_proto::PathSelection::Random,
             },
+            early_recovery: match self.early_recovery {
+                super::schema::EarlyRecoverySpec::GapAndRtt => {
+                    rondo_proto::EarlyRecovery::GapAndRtt
+                }
+                super::schema::EarlyRecoverySpec::Gap => rondo_proto::EarlyRecovery::Gap,
+            },
             ..rondo_proto::FlowConfig::default()
         };
         if let Some(p) = self.paths {

@@ -162,8 +162,7 @@ pub struct SwitchSpec {
 
 /// Baselines a scenario may already name, to come with the baselines issue: a
 /// scenario naming one is refused with [`ScenarioError::TransportNotImplemented`](super::ScenarioError::TransportNotImplemented).
-pub const PLANNED_TRANSPORTS: &[&str] =
-    &["mprdma", "falcon", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"];
+pub const PLANNED_TRANSPORTS: &[&str] = &["mprdma", "falcon", "uet", "ecmp", "ar"];
 
 /// The transport a scenario names (`transport.kind`): one the engine has
 /// ([`rondo_proto::Transport`], any registered name), or a baseline still to come.
@@ -261,6 +260,19 @@ pub struct TransportSpec {
     pub early_recovery_threshold: Option<u32>,
     /// Smallest retransmission timeout, microseconds.
     pub rto_min_us: Option<f64>,
+    /// Early recovery's rule: `gap-and-rtt` (default) or `gap`.
+    pub early_recovery: EarlyRecoverySpec,
+}
+
+/// When selective repeat declares a packet lost ([`rondo_proto::EarlyRecovery`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EarlyRecoverySpec {
+    /// The PSN gap and the path's ACK deadline (default).
+    #[default]
+    GapAndRtt,
+    /// The PSN gap alone (the paper's ER).
+    Gap,
 }
 
 impl Default for TransportSpec {
@@ -280,6 +292,7 @@ impl Default for TransportSpec {
             gamma: None,
             early_recovery_threshold: None,
             rto_min_us: None,
+            early_recovery: EarlyRecoverySpec::GapAndRtt,
         }
     }
 }
