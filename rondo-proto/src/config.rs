@@ -35,6 +35,20 @@ pub enum QueueEstimate {
     Inflight,
 }
 
+/// When selective repeat's early recovery declares a packet lost
+/// (docs/engine.md, "Loss recovery"; docs/baselines.md, "early recovery").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EarlyRecovery {
+    /// The PSN gap beyond the threshold **and** the packet's path ACK deadline
+    /// since it was sent (default).
+    #[default]
+    GapAndRtt,
+    /// The PSN gap alone, as the paper's ER (Figs. 1a, 15, 16): a packet is lost
+    /// once the receiver has seen a PSN more than the threshold beyond it. Only a
+    /// first transmission; a retransmission also waits for its path's deadline.
+    Gap,
+}
+
 /// Per-flow configuration. `FlowConfig::default()` gives the paper's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowConfig {
@@ -105,6 +119,8 @@ pub struct FlowConfig {
     /// Early recovery: a packet is lost when the receiver has seen a PSN this many
     /// beyond it (and its path's RTT has passed since it was sent).
     pub early_recovery_threshold: u32,
+    /// Whether early recovery also waits for the path's RTT ([`EarlyRecovery`]).
+    pub early_recovery: EarlyRecovery,
     /// Smallest retransmission timeout.
     pub rto_min: Duration,
     /// Retransmission timeouts in a row without progress before "retry exceeded".
@@ -180,6 +196,7 @@ impl Default for FlowConfig {
             pacing: true,
             pacing_burst: 1,
             early_recovery_threshold: 4,
+            early_recovery: EarlyRecovery::GapAndRtt,
             rto_min: Duration::from_us(500),
             retry_limit: 8,
             path_down_losses: 8,

@@ -1,12 +1,13 @@
 //! The receiving half of a flow: per-packet ACKs, in-order delivery through the
 //! shared reorder buffer, NAK and drop when it is full (paper §6.2.1), duplicate
-//! suppression, message reassembly.
+//! suppression, message reassembly; the RC policies' NAKs and direct placement
+//! ([`crate::receiver_policy`]).
 
 use crate::event::Event;
 use crate::placement::{CopyPlacement, Placement};
-use crate::receiver_policy::{Admission, ReceiverPolicy};
+use crate::receiver_policy::{Admission, DirectStore, NakLimiter, ReceiverPolicy};
 use crate::stats::ReceiverStats;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use crate::transmit::{Priority, Transmit, TxBuffer};
 use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, Repr};
 use crate::Psn;
@@ -56,6 +57,10 @@ struct PendingFeedback {
 pub(crate) struct Receiver {
     pub(crate) flow: FlowId,
     policy: ReceiverPolicy,
+    /// Go-back-N's NAK rate limit.
+    nak_limiter: NakLimiter,
+    /// Out-of-order payloads placed directly (selective NAK).
+    direct: DirectStore,
     max_message_len: u64,
     assembling: Option<Assembly>,
     placement: Box<dyn Placement>,
@@ -82,6 +87,8 @@ impl Receiver {
             scratch: Vec::new(),
             flow,
             policy,
+            nak_limiter: NakLimiter::default(),
+            direct: DirectStore::default(),
             max_message_len,
             assembling: None,
             placement: Box::new(CopyPlacement::default()),
@@ -105,6 +112,7 @@ impl Receiver {
             .ok()
             .flatten()
             .unwrap_or(expected.sub(1));
+        let highest = self.direct.highest().map_or(highest, |h| h.max_of(highest));
         FeedbackRepr {
             acked_psn: common.psn,
             cum_ack: expected,
@@ -175,12 +183,36 @@ impl Receiver {
         };
         let flow = self.flow;
         let expected = || rb.expected(flow).unwrap_or(Psn::ZERO);
-        if let Admission::Refuse(reason) = self.policy.admit(common.psn, expected) {
-            self.stats.refused += 1;
-            let fb = self.feedback_repr(now, rb, common, false, false);
-            self.queue(now, common.path, fb, Some(reason), ce, remote);
-            return;
+        match self.policy.admit(common.psn, expected) {
+            Admission::Offer => {}
+            Admission::Refuse(reason) => {
+                self.stats.refused += 1;
+                let fb = self.feedback_repr(now, rb, common, false, false);
+                self.queue(now, common.path, fb, Some(reason), ce, remote);
+                return;
+            }
+            Admission::OutOfSequence => {
+                // Dropped; the NAK names the expected PSN, to go back to.
+                self.stats.refused += 1;
+                let expected = rb.expected(flow).unwrap_or(Psn::ZERO);
+                let interval = self.policy.nak_interval().unwrap_or(Duration::ZERO);
+                if self.nak_limiter.allow(now, expected, interval) {
+                    let fb = self.feedback_repr(now, rb, common, false, false);
+                    let nak = Some(NakReason::SequenceError);
+                    self.queue(now, common.path, fb, nak, ce, remote);
+                }
+                return;
+            }
+            Admission::PlaceDirect => {
+                self.place_direct(now, rb, common, meta, bytes, ce, remote);
+                return;
+            }
         }
+        // Under direct placement the reorder buffer does not see what lies ahead.
+        let direct_ood = self
+            .direct
+            .highest()
+            .map(|h| h.diff(rb.expected(flow).unwrap_or(Psn::ZERO)).max(0) as u64);
         let arrival = match rb.arrive(self.flow, common.psn, meta, bytes) {
             Ok(a) => a,
             Err(_) => {
@@ -189,7 +221,9 @@ impl Receiver {
                 return;
             }
         };
-        self.stats.ood.record(arrival.ood as u64);
+        self.stats
+            .ood
+            .record(direct_ood.unwrap_or(u64::from(arrival.ood)));
         self.stats.rbo.record(arrival.rbo as u64);
         let (nak, duplicate) = match arrival.outcome {
             Outcome::InOrder => {
@@ -199,6 +233,8 @@ impl Receiver {
                     self.stats.placed_repaired += 1;
                     self.place(m, Payload::Bytes(bytes), bytes.len(), events)
                 }) {}
+                self.direct.advance();
+                self.deliver_direct(rb, events);
                 (None, false)
             }
             Outcome::Buffered => (None, false),
@@ -217,6 +253,48 @@ impl Receiver {
         };
         let fb = self.feedback_repr(now, rb, common, false, duplicate);
         self.queue(now, common.path, fb, nak, ce, remote);
+    }
+
+    /// An out-of-order arrival under [`ReceiverPolicy::SelectiveNak`]: placed
+    /// directly, outside the shared reorder buffer, and NAKed with the expected
+    /// PSN (the hole); a copy already placed is answered as a duplicate.
+    #[allow(clippy::too_many_arguments)]
+    fn place_direct(
+        &mut self,
+        now: Instant,
+        rb: &SharedBuffer,
+        common: &CommonRepr,
+        meta: RxMeta,
+        bytes: &[u8],
+        ce: bool,
+        remote: u32,
+    ) {
+        let expected = rb.expected(self.flow).unwrap_or(Psn::ZERO);
+        let ahead = common.psn.diff(expected) as usize;
+        let highest = self.direct.highest().unwrap_or(expected.sub(1));
+        self.stats.ood.record(highest.diff(expected).max(0) as u64);
+        self.stats.rbo.record(0);
+        let (nak, duplicate) = if self.direct.place(common.psn, ahead, meta, bytes) {
+            self.stats.placed_direct += 1;
+            (Some(NakReason::OutOfOrder), false)
+        } else {
+            self.stats.duplicates += 1;
+            (None, true)
+        };
+        let fb = self.feedback_repr(now, rb, common, false, duplicate);
+        self.queue(now, common.path, fb, nak, ce, remote);
+    }
+
+    /// The run of directly placed payloads that the in-order arrival completed:
+    /// each passes the reorder buffer in order (so its expected PSN moves; it
+    /// holds nothing) and is delivered.
+    fn deliver_direct(&mut self, rb: &mut SharedBuffer, events: &mut VecDeque<Event>) {
+        while let Some((meta, buf)) = self.direct.pop_expected() {
+            let psn = rb.expected(self.flow).unwrap_or(Psn::ZERO);
+            let _ = rb.arrive(self.flow, psn, meta, &[]); // in order: nothing is copied
+            self.place(meta, Payload::Bytes(&buf), buf.len(), events);
+            self.direct.recycle(buf);
+        }
     }
 
     /// In-order placement of one payload into the message being reassembled.

@@ -210,6 +210,9 @@ pub struct ReceiverStats {
     /// Data packets that arrived out of order and were placed later from the
     /// reorder buffer ("repaired").
     pub placed_repaired: u64,
+    /// Data packets that arrived out of order and were placed directly, outside
+    /// the reorder buffer (RC selective repeat's direct data placement).
+    pub placed_direct: u64,
 }
 
 /// Endpoint-wide counters of datagrams that could not be used.

@@ -355,7 +355,7 @@ fn ack_with_a_nak_reason() {
 
 #[test]
 fn nak_with_unknown_reason() {
-    for reason in [0u8, 3, 255] {
+    for reason in [0u8, 5, 255] {
         let mut d = nak(feedback(0, 0, 0, 0), NakReason::BufferFull);
         d[39] = reason;
         expect_malformed(&d, WireError::BadNakReason(reason));

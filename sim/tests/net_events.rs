@@ -52,7 +52,11 @@ fn a_failed_path_is_routed_around_and_the_flow_completes() {
     // weighted by time over the measured span.
     let w = m.window.as_us_f64();
     let expected = (100.0 * 100.0 + 75.0 * (w - 100.0)) / w;
-    assert!((m.ideal_gbps - expected).abs() < 1e-6, "{} vs {expected}", m.ideal_gbps);
+    assert!(
+        (m.ideal_gbps - expected).abs() < 1e-6,
+        "{} vs {expected}",
+        m.ideal_gbps
+    );
 }
 
 #[test]
@@ -116,7 +120,11 @@ fn a_rate_change_slows_the_transfer_and_the_ideal_follows() {
     // 100 Gbit/s for 50 us, then 80: weighted by time over the measured span.
     let w = m.window.as_us_f64();
     let expected = (100.0 * 50.0 + 80.0 * (w - 50.0)) / w;
-    assert!((m.ideal_gbps - expected).abs() < 1e-6, "{} vs {expected}", m.ideal_gbps);
+    assert!(
+        (m.ideal_gbps - expected).abs() < 1e-6,
+        "{} vs {expected}",
+        m.ideal_gbps
+    );
     assert!(
         m.utilization > 0.7 && m.utilization <= 1.0,
         "{}",

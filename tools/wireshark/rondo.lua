@@ -11,7 +11,10 @@ local rondo = Proto("rondo", "Rondo multipath transport")
 
 local types = { [1] = "DATA", [2] = "PROBE", [3] = "ACK", [4] = "NAK" }
 local fixed = { [1] = 48, [2] = 24, [3] = 56, [4] = 56 }
-local nak_reasons = { [0] = "none (ACK)", [1] = "BUFFER_FULL", [2] = "OUT_OF_WINDOW" }
+local nak_reasons = {
+    [0] = "none (ACK)", [1] = "BUFFER_FULL", [2] = "OUT_OF_WINDOW",
+    [3] = "SEQUENCE_ERROR", [4] = "OUT_OF_ORDER",
+}
 
 local f = rondo.fields
 f.version = ProtoField.uint8("rondo.version", "Version")

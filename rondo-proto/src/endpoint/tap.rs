@@ -40,28 +40,32 @@ impl Endpoint {
             .then(|| wire::Packet::new_unchecked(data).flow())
             .and_then(|f| self.by_flow.get(&f).copied());
         let before = conn.and_then(|i| self.conns[i].open()).map(|c| {
-            (
-                c.receiver_stats().bytes_delivered,
-                discards(c.receiver_stats()),
-            )
+            let r = c.receiver_stats();
+            (r.bytes_delivered, discards(r), r.placed_direct)
         });
         let ok = self.receive(now, path, data, ecn_ce).is_ok();
-        let (flow, delivered, discarded) = match (conn, before) {
-            (Some(i), Some((b, d))) if ok => match self.conns[i].open() {
+        let (flow, delivered, discarded, direct) = match (conn, before) {
+            (Some(i), Some((b, d, p))) if ok => match self.conns[i].open() {
                 Some(c) => {
                     let r = c.receiver_stats();
-                    (Some(c.local_flow()), r.bytes_delivered - b, discards(r) > d)
+                    (
+                        Some(c.local_flow()),
+                        r.bytes_delivered - b,
+                        discards(r) > d,
+                        r.placed_direct > p,
+                    )
                 }
-                None => (None, 0, false),
+                None => (None, 0, false, false),
             },
-            _ => (None, 0, false),
+            _ => (None, 0, false, false),
         };
         let s = self.buffer.stats().all_flows;
         self.tap.record(TapEvent::Arrival {
             flow,
             nic_ood,
             rbo_slots,
-            new_data: s.in_order + s.buffered > seen,
+            // Placed directly (RC selective repeat) is new data outside the buffer.
+            new_data: s.in_order + s.buffered > seen || direct,
             discarded,
             delivered,
         });

@@ -7,11 +7,15 @@
 //! timeout with its backoff and retry limit. [`SelectiveRepeat`] is Rondo's
 //! default (early recovery with a PSN threshold and a per-path RACK-style
 //! deadline, RTO with exponential backoff); [`RackTlp`] is RACK-TLP (RFC 8985)
-//! per flow or per path. [`AnyRecovery`] dispatches statically.
+//! per flow or per path; [`GoBackN`] is an RC NIC's (NAK-driven, go-back-N or
+//! selective, with an outstanding-PSN limit). [`AnyRecovery`] dispatches
+//! statically.
 
+mod go_back_n;
 mod rack;
 mod selective_repeat;
 
+pub use go_back_n::{GoBackN, NakRecovery};
 pub use rack::{RackScope, RackTlp};
 pub use selective_repeat::SelectiveRepeat;
 
@@ -42,6 +46,15 @@ pub(crate) trait LossRecovery {
     /// past the retry limit fails the connection instead (`core.failed`, with an
     /// [`Event::Error`] in `events`).
     fn on_timeout(&mut self, now: Instant, core: &mut Core, events: &mut VecDeque<Event>) -> bool;
+    /// A NAK said the receiver's next expected PSN is `expected`; the NAKed
+    /// packet was sent at `naked_sent` (its echoed timestamp). Schemes that recover
+    /// from NAKs act on it (after the NAKed packet itself is handled).
+    fn on_nak(&mut self, _now: Instant, _expected: u64, _naked_sent: Instant, _core: &mut Core) {}
+    /// The most PSNs outstanding from the lowest unacknowledged one (an RC NIC's
+    /// PSN window): new PSNs beyond it wait. `None`: no limit.
+    fn psn_window(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Every loss-recovery scheme, dispatched statically.
@@ -51,6 +64,8 @@ pub enum AnyRecovery {
     SelectiveRepeat(SelectiveRepeat),
     /// RACK-TLP per flow or per path.
     RackTlp(RackTlp),
+    /// RC NIC recovery: NAKs (go-back-N or selective), an RTO, a PSN window.
+    GoBackN(GoBackN),
 }
 
 impl AnyRecovery {
@@ -75,6 +90,7 @@ macro_rules! dispatch {
         match $self {
             AnyRecovery::SelectiveRepeat($r) => $e,
             AnyRecovery::RackTlp($r) => $e,
+            AnyRecovery::GoBackN($r) => $e,
         }
     };
 }
@@ -100,5 +116,78 @@ impl LossRecovery for AnyRecovery {
     }
     fn on_timeout(&mut self, now: Instant, core: &mut Core, events: &mut VecDeque<Event>) -> bool {
         dispatch!(self, r => r.on_timeout(now, core, events))
+    }
+    fn on_nak(&mut self, now: Instant, expected: u64, naked_sent: Instant, core: &mut Core) {
+        dispatch!(self, r => r.on_nak(now, expected, naked_sent, core))
+    }
+    fn psn_window(&self) -> Option<u64> {
+        dispatch!(self, r => r.psn_window())
+    }
+}
+
+/// A sender driven packet by packet, for the recovery schemes' rule tests.
+#[cfg(test)]
+mod testing {
+    use crate::config::FlowConfig;
+    use crate::sender::Sender;
+    use crate::time::Instant;
+    use crate::wire::{CommonRepr, FeedbackRepr, Flags, NakReason};
+    use crate::Psn;
+    use std::collections::VecDeque;
+
+    /// A sender configured by `cfg` with `packets` packets posted and sent at 0.
+    pub(super) fn sent(cfg: &FlowConfig, packets: usize) -> Sender {
+        let mut s = Sender::new(cfg, Instant::ZERO);
+        s.post(1, vec![7u8; packets * cfg.payload_per_packet()].into());
+        for _ in 0..packets {
+            send(&mut s, Instant::ZERO);
+        }
+        s
+    }
+
+    /// The (PSN, retransmission) of the next DATA packet sent at `now`.
+    pub(super) fn send(s: &mut Sender, now: Instant) -> Option<(u32, bool)> {
+        let mut buf = vec![0u8; 1500];
+        s.core.last_data = None;
+        s.poll_transmit(now, &mut buf, 2)?;
+        s.core.last_data
+    }
+
+    /// Feedback for `psn` (sent at `sent_us`) with cumulative ACK `cum`, at `now_us`.
+    pub(super) fn feedback(
+        s: &mut Sender,
+        now_us: u64,
+        psn: u32,
+        cum: u32,
+        sent_us: u64,
+        nak: Option<NakReason>,
+    ) {
+        let common = CommonRepr {
+            flow: 1,
+            psn: Psn::ZERO,
+            path: 0,
+            flags: Flags::empty(),
+            timestamp_ns: now_us * 1000,
+        };
+        let fb = FeedbackRepr {
+            acked_psn: Psn(psn),
+            cum_ack: Psn(cum),
+            highest_psn: Psn(psn),
+            acked_path: 0,
+            of_probe: false,
+            duplicate: false,
+            echo_timestamp_ns: sent_us * 1000,
+            rx_timestamp_ns: now_us * 1000,
+        };
+        let now = Instant::from_us(now_us);
+        assert!(s.on_feedback(now, &common, &fb, nak, &mut VecDeque::new()));
+    }
+
+    pub(super) fn resent(s: &mut Sender, now_us: u64) -> Vec<u32> {
+        let now = Instant::from_us(now_us);
+        std::iter::from_fn(|| send(s, now))
+            .take_while(|&(_, retx)| retx)
+            .map(|(psn, _)| psn)
+            .collect()
     }
 }

@@ -1,8 +1,9 @@
-//! Selective repeat: early recovery (a PSN gap plus a per-path ACK deadline) and
-//! a retransmission timeout with exponential backoff and a retry limit.
+//! Selective repeat: early recovery (a PSN gap plus a per-path ACK deadline, or
+//! the gap alone) and a retransmission timeout with exponential backoff and a
+//! retry limit.
 
 use super::LossRecovery;
-use crate::config::FlowConfig;
+use crate::config::{EarlyRecovery, FlowConfig};
 use crate::event::{ConnectionError, Event};
 use crate::sender::Core;
 use crate::time::{Duration, Instant};
@@ -14,9 +15,14 @@ use std::collections::VecDeque;
 /// RTT) has passed since it was sent. The RTO is max(`rto_min`, 3 x the largest
 /// smoothed RTT), doubling per timeout without progress, and the connection fails
 /// after `retry_limit` of them.
+///
+/// With [`EarlyRecovery::Gap`] the PSN gap alone declares a first transmission
+/// lost (the paper's ER); a retransmission still waits for its path's deadline,
+/// so that the gap that declared it does not declare it again at once.
 #[derive(Clone, Debug)]
 pub struct SelectiveRepeat {
     threshold: u64,
+    rule: EarlyRecovery,
     initial_rtt: Duration,
     rto_min: Duration,
     retry_limit: u32,
@@ -35,6 +41,7 @@ impl SelectiveRepeat {
     pub fn new(cfg: &FlowConfig, now: Instant) -> SelectiveRepeat {
         SelectiveRepeat {
             threshold: u64::from(cfg.early_recovery_threshold),
+            rule: cfg.early_recovery,
             initial_rtt: cfg.initial_rtt,
             rto_min: cfg.rto_min,
             retry_limit: cfg.retry_limit,
@@ -100,11 +107,16 @@ impl LossRecovery for SelectiveRepeat {
         self.deadlines.clear();
         self.deadlines
             .extend(core.paths.iter().map(|p| p.ack_deadline(fallback)));
+        let gap_only = self.rule == EarlyRecovery::Gap;
         let mut next_due: Option<Instant> = None;
         let mut any_due = false;
         for e in core.table.range(first..limit) {
             if !e.in_flight || e.acked {
                 continue;
+            }
+            if gap_only && e.tx_count == 1 {
+                any_due = true;
+                break;
             }
             let due = e.sent_at + self.deadlines[e.path as usize];
             if due <= now {
@@ -122,7 +134,11 @@ impl LossRecovery for SelectiveRepeat {
             if !e.in_flight || e.acked {
                 continue;
             }
-            let due = e.sent_at + core.paths[e.path as usize].ack_deadline(fallback);
+            let due = if gap_only && e.tx_count == 1 {
+                now
+            } else {
+                e.sent_at + core.paths[e.path as usize].ack_deadline(fallback)
+            };
             if due <= now {
                 core.declare_lost(core.base + i as u64, now, false);
             } else {
@@ -158,5 +174,51 @@ impl LossRecovery for SelectiveRepeat {
         core.on_rto(now);
         self.last_progress = now;
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{feedback, resent, sent};
+    use crate::config::{EarlyRecovery, FlowConfig};
+    use crate::transport::Transport;
+
+    fn one_path(rule: EarlyRecovery) -> FlowConfig {
+        FlowConfig {
+            transport: Transport::from_name("rrps").unwrap(),
+            paths: 1,
+            initial_window: 64.0,
+            early_recovery_threshold: 4,
+            early_recovery: rule,
+            ..FlowConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_gap_alone_declares_a_loss_at_once_the_default_waits_for_the_rtt() {
+        for rule in [EarlyRecovery::Gap, EarlyRecovery::GapAndRtt] {
+            let mut s = sent(&one_path(rule), 10);
+            // PSN 9 arrives 1 us after the burst (0..=8 still missing): the gap
+            // exceeds 4 for 0..=4.
+            feedback(&mut s, 1, 9, 0, 0, None);
+            let now = resent(&mut s, 1);
+            match rule {
+                EarlyRecovery::Gap => assert_eq!(now, [0, 1, 2, 3, 4]),
+                EarlyRecovery::GapAndRtt => assert!(now.is_empty(), "{now:?}"),
+            }
+            // The gap rule's copies are not declared again by the same gap (only
+            // their own path deadline would); past the first copies' deadline
+            // (initial RTT 20 us and its margin) the default declares them.
+            let at = match rule {
+                EarlyRecovery::Gap => 3,
+                EarlyRecovery::GapAndRtt => 40,
+            };
+            feedback(&mut s, at, 8, 0, 0, None);
+            let later = resent(&mut s, at);
+            match rule {
+                EarlyRecovery::Gap => assert!(later.is_empty(), "{later:?}"),
+                EarlyRecovery::GapAndRtt => assert_eq!(later, [0, 1, 2, 3, 4]),
+            }
+        }
     }
 }

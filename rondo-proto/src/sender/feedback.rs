@@ -123,7 +123,12 @@ impl Sender {
         }
         let mut progress = false;
         if let Some(e) = entry {
-            if nak.is_some() {
+            if nak == Some(NakReason::OutOfOrder) {
+                // Kept out of order (selectively acknowledged); `cum` is the hole.
+                progress |= c.mark_acked(acked, true);
+            } else if nak == Some(NakReason::SequenceError) {
+                // Dropped for a hole before it: recovery goes back to `cum`.
+            } else if nak.is_some() {
                 // The path delivered it; the receiver refused it. Not a path loss.
                 c.declare_lost(acked, now, true);
             } else {
@@ -148,6 +153,9 @@ impl Sender {
             if self.cc.on_receiver_full(now, &c.paths) {
                 c.stats.buffer_full_cuts += 1;
             }
+        }
+        if nak.is_some() {
+            self.recovery.on_nak(now, cum, echo, c);
         }
         self.recovery.detect_losses(now, c);
         self.settle(now);

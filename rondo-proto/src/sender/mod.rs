@@ -21,7 +21,7 @@ use crate::config::FlowConfig;
 use crate::event::{ConnectionError, Event};
 use crate::message::{Message, PayloadBytes};
 use crate::path::{PathState, PathStatus};
-use crate::recovery::AnyRecovery;
+use crate::recovery::{AnyRecovery, LossRecovery};
 use crate::scheduler::{AnyPacketSelector, PacketSelector, UnsentSet};
 use crate::select::{AnyPathSelector, PathSelector};
 use crate::stats::SenderStats;
@@ -75,6 +75,9 @@ pub(crate) struct Core {
     /// "reorder buffer full" NAKs and grown by one per window delivered.
     rx_window: Option<u64>,
     rx_window_grow: u64,
+    /// The loss-recovery scheme's outstanding-PSN limit: new PSNs only below
+    /// `una + psn_window` ([`crate::recovery`]'s `psn_window`).
+    psn_window: Option<u64>,
     /// Scratch: every path's open window during path selection.
     open: Vec<f64>,
     pub(crate) stats: SenderStats,
@@ -103,6 +106,7 @@ impl Sender {
             .collect();
         let start = cfg.initial_psn as u64;
         let parts = Transport::parts(cfg, now, &paths);
+        let psn_window = parts.recovery.psn_window();
         Sender {
             core: Core {
                 cfg: cfg.clone(),
@@ -123,6 +127,7 @@ impl Sender {
                 probe_rr: 0,
                 rx_window: None,
                 rx_window_grow: 0,
+                psn_window,
                 open: vec![0.0; cfg.paths as usize],
                 stats: SenderStats::default(),
                 failed: None,
@@ -205,9 +210,10 @@ impl Core {
 
     /// Unsent PSNs exist and the receiver-limited span lets the lowest one go.
     fn new_data_allowed(&self) -> bool {
-        self.unsent
-            .lowest()
-            .is_some_and(|l| self.rx_window.is_none_or(|w| l < self.una + w))
+        self.unsent.lowest().is_some_and(|l| {
+            self.rx_window.is_none_or(|w| l < self.una + w)
+                && self.psn_window.is_none_or(|w| l < self.una + w)
+        })
     }
 
     fn up_paths(&self) -> impl Iterator<Item = usize> + '_ {

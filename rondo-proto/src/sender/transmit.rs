@@ -77,8 +77,9 @@ impl Sender {
             None => {
                 let k = self.scheduler.rank(now, path, &c.paths);
                 let mut psn = c.unsent.kth(k)?;
-                if c.rx_window.is_some_and(|w| psn >= c.una + w) {
-                    psn = c.unsent.lowest()?; // the receiver cannot hold the skip
+                let span = |w: Option<u64>| w.is_some_and(|w| psn >= c.una + w);
+                if span(c.rx_window) || span(c.psn_window) {
+                    psn = c.unsent.lowest()?; // the receiver (or the PSN window) cannot hold the skip
                 }
                 (psn, false)
             }

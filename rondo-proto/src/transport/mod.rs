@@ -21,6 +21,7 @@
 mod ar;
 mod ecmp;
 mod falcon;
+pub mod rc;
 mod rondo;
 mod rrps;
 mod swift_rps;
@@ -64,6 +65,8 @@ const REGISTRY: &[Entry] = &[
     falcon::ENTRY,
     ecmp::ENTRY,
     ar::ENTRY,
+    rc::GBN,
+    rc::SR,
 ];
 
 /// A transport, chosen by name.

@@ -112,13 +112,19 @@ impl FeedbackRepr {
     }
 }
 
-/// Why a receiver dropped a data packet and NAKed it.
+/// Why a receiver NAKed a data packet (dropped it, or took it out of order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NakReason {
     /// The reorder buffer was full.
     BufferFull = 1,
     /// The PSN was too far ahead of `cum_ack`.
     OutOfWindow = 2,
+    /// PSN sequence error (RC go-back-N): the PSN was not the expected one and was
+    /// dropped; `cum_ack` is the expected PSN, to resend from.
+    SequenceError = 3,
+    /// Out of order but kept (RC selective repeat, placed directly): the PSN is
+    /// received (selectively acknowledged) and `cum_ack`, the expected PSN, is missing.
+    OutOfOrder = 4,
 }
 
 impl TryFrom<u8> for NakReason {
@@ -128,6 +134,8 @@ impl TryFrom<u8> for NakReason {
         match byte {
             1 => Ok(NakReason::BufferFull),
             2 => Ok(NakReason::OutOfWindow),
+            3 => Ok(NakReason::SequenceError),
+            4 => Ok(NakReason::OutOfOrder),
             other => Err(WireError::BadNakReason(other)),
         }
     }

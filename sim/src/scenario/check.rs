@@ -588,6 +588,12 @@ impl TransportSpec {
                     rondo_proto::LossRecoveryKind::RackPath
                 }
             },
+            early_recovery: match self.early_recovery {
+                super::schema::EarlyRecoverySpec::GapAndRtt => {
+                    rondo_proto::EarlyRecovery::GapAndRtt
+                }
+                super::schema::EarlyRecoverySpec::Gap => rondo_proto::EarlyRecovery::Gap,
+            },
             ..rondo_proto::FlowConfig::default()
         };
         if let Some(p) = self.paths {

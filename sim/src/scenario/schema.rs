@@ -181,7 +181,7 @@ pub enum RoutingSpec {
 
 /// Baselines a scenario may already name, to come with the baselines issue: a
 /// scenario naming one is refused with [`ScenarioError::TransportNotImplemented`](super::ScenarioError::TransportNotImplemented).
-pub const PLANNED_TRANSPORTS: &[&str] = &["mprdma", "uet", "rc-gbn", "rc-sr"];
+pub const PLANNED_TRANSPORTS: &[&str] = &["mprdma", "uet"];
 
 /// The transport a scenario names (`transport.kind`): one the engine has
 /// ([`rondo_proto::Transport`], any registered name), or a baseline still to come.
@@ -302,6 +302,8 @@ pub struct TransportSpec {
     /// `topology` (each logical path's route: propagation plus serialisation of a
     /// full packet out and an ACK back, with empty queues, as Swift does).
     pub base_rtt: BaseRttSpec,
+    /// Early recovery's rule: `gap-and-rtt` (default) or `gap`.
+    pub early_recovery: EarlyRecoverySpec,
 }
 
 /// Where the base RTT of each path comes from (`transport.base_rtt`).
@@ -313,6 +315,17 @@ pub enum BaseRttSpec {
     Measured,
     /// From the route of each logical path in the topology.
     Topology,
+}
+
+/// When selective repeat declares a packet lost ([`rondo_proto::EarlyRecovery`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EarlyRecoverySpec {
+    /// The PSN gap and the path's ACK deadline (default).
+    #[default]
+    GapAndRtt,
+    /// The PSN gap alone (the paper's ER).
+    Gap,
 }
 
 impl Default for TransportSpec {
@@ -335,6 +348,7 @@ impl Default for TransportSpec {
             loss_recovery: LossRecoverySpec::SelectiveRepeat,
             update_interval_rtts: None,
             base_rtt: BaseRttSpec::Measured,
+            early_recovery: EarlyRecoverySpec::GapAndRtt,
         }
     }
 }

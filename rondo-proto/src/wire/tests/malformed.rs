@@ -196,7 +196,7 @@ fn nak_with_unknown_reason() {
     let mut bytes = emit_vec(&ack_repr());
     let mut packet = Packet::new_unchecked(&mut bytes[..]);
     packet.set_packet_type(PacketType::Nak);
-    for reason in [0, 3, 0xff] {
+    for reason in [0, 5, 0xff] {
         packet.set_nak_reason(reason);
         assert_eq!(Repr::parse(&packet), Err(WireError::BadNakReason(reason)));
     }

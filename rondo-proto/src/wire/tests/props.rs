@@ -75,7 +75,12 @@ fn arb_body() -> impl Strategy<Value = Body> {
         arb_feedback().prop_map(Body::Ack),
         (
             arb_feedback(),
-            prop_oneof![Just(NakReason::BufferFull), Just(NakReason::OutOfWindow)]
+            prop_oneof![
+                Just(NakReason::BufferFull),
+                Just(NakReason::OutOfWindow),
+                Just(NakReason::SequenceError),
+                Just(NakReason::OutOfOrder)
+            ]
         )
             .prop_map(|(feedback, reason)| Body::Nak(feedback, reason)),
     ]
