@@ -4,8 +4,9 @@
 //! and probe flag, every NAK and loss verdict, the receiver's "buffer full"
 //! signal, every transmission, and a periodic tick it schedules itself; it answers
 //! how much each path may send now ([`CongestionControl::open_windows`]) and how
-//! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2) and
-//! [`Aimd`] (one window per flow, halved on loss: RRPS's). [`AnyCc`] dispatches
+//! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2),
+//! [`Aimd`] (one window per flow, halved on loss: RRPS's) and [`Mprdma`]
+//! (MP-RDMA's ECN window, sends granted per path by its ACKs). [`AnyCc`] dispatches
 //! statically over them.
 //!
 //! Units: windows in packets (`f64`, fractional), rates in packets per
@@ -13,9 +14,11 @@
 
 mod aimd;
 mod arcc;
+mod mprdma;
 
 pub use aimd::Aimd;
 pub use arcc::{Arcc, ArccUpdate};
+pub use mprdma::Mprdma;
 
 use crate::path::PathState;
 use crate::time::{Duration, Instant};
@@ -35,6 +38,8 @@ pub struct AckSample {
     pub probe: bool,
     /// The acknowledged packet was marked Congestion Experienced.
     pub ecn: bool,
+    /// The acknowledged packet's PSN (absolute; 0 for a probe's ACK).
+    pub psn: u64,
 }
 
 /// What a controller may ask of the flow it controls during a tick.
@@ -106,6 +111,8 @@ pub enum AnyCc {
     Arcc(Arcc),
     /// One AIMD window for the flow.
     Aimd(Aimd),
+    /// MP-RDMA's ECN-driven window with ACK-clocked per-path sends.
+    Mprdma(Mprdma),
 }
 
 impl AnyCc {
@@ -119,7 +126,7 @@ impl AnyCc {
     pub fn arcc(&self) -> Option<&Arcc> {
         match self {
             AnyCc::Arcc(a) => Some(a),
-            AnyCc::Aimd(_) => None,
+            AnyCc::Aimd(_) | AnyCc::Mprdma(_) => None,
         }
     }
 }
@@ -129,6 +136,7 @@ macro_rules! dispatch {
         match $self {
             AnyCc::Arcc($c) => $e,
             AnyCc::Aimd($c) => $e,
+            AnyCc::Mprdma($c) => $e,
         }
     };
 }

@@ -18,6 +18,7 @@
 //! # Ok::<(), rondo_proto::transport::UnknownTransport>(())
 //! ```
 
+mod mprdma;
 mod rondo;
 mod rrps;
 
@@ -53,7 +54,7 @@ pub(crate) struct Entry {
 }
 
 /// Every transport, by index: one line per transport.
-const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY];
+const REGISTRY: &[Entry] = &[rondo::ENTRY, rrps::ENTRY, mprdma::ENTRY];
 
 /// A transport, chosen by name.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
