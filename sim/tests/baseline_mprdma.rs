@@ -39,7 +39,11 @@ fn a_slow_path_overflows_the_bitmap_and_gets_pruned() {
         &[],
     );
     assert!(r.ood.nic_max <= 64, "{:?}", r.ood);
-    assert!(r.ood.nic_max >= 32, "the slow path does reorder: {:?}", r.ood);
+    assert!(
+        r.ood.nic_max >= 32,
+        "the slow path does reorder: {:?}",
+        r.ood
+    );
     // Nothing is dropped in the network: every retransmission repairs a packet the
     // bitmap refused (the simulator counts those as lost, so none is spurious).
     assert_eq!(r.drops.switch + r.drops.random, 0, "{:?}", r.drops);

@@ -282,7 +282,11 @@ mod tests {
         m.on_ack(Instant::ZERO, &sample(1, 10, false), &paths);
         m.on_ack(Instant::ZERO, &sample(1, 11, false), &paths);
         m.open_windows(&paths, &mut open);
-        assert_eq!(open, [0.0, 2.0, 0.0], "two ACKs of one path still grant two");
+        assert_eq!(
+            open,
+            [0.0, 2.0, 0.0],
+            "two ACKs of one path still grant two"
+        );
         m.on_sent(Instant::ZERO, 1);
         paths[1].inflight += 1;
         m.on_sent(Instant::ZERO, 1);
@@ -313,7 +317,11 @@ mod tests {
         assert_eq!(m.pruned(), 1);
         assert!((m.cwnd() - (w - 1.0)).abs() < 1e-12);
         m.open_windows(&paths, &mut open);
-        assert_eq!(open, [2.0, 0.0], "the late ACK sends nothing, its path pruned");
+        assert_eq!(
+            open,
+            [2.0, 0.0],
+            "the late ACK sends nothing, its path pruned"
+        );
     }
 
     #[test]
@@ -331,7 +339,11 @@ mod tests {
         assert_eq!(open, [2.0, 0.0, 0.0, 0.0], "clocked by ACKs from now on");
         m.on_rto(Instant::ZERO, &paths);
         m.open_windows(&paths, &mut open);
-        assert_eq!(open, [0.0, 0.0, 0.0, 0.0], "cwnd halved to 2.5, 2 in flight");
+        assert_eq!(
+            open,
+            [0.0, 0.0, 0.0, 0.0],
+            "cwnd halved to 2.5, 2 in flight"
+        );
         paths[0].inflight = 0;
         m.open_windows(&paths, &mut open);
         assert_eq!(open, [2.0, 2.0, 2.0, 0.0]);

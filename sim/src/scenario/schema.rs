@@ -165,8 +165,7 @@ pub struct SwitchSpec {
 
 /// Baselines a scenario may already name, to come with the baselines issue: a
 /// scenario naming one is refused with [`ScenarioError::TransportNotImplemented`](super::ScenarioError::TransportNotImplemented).
-pub const PLANNED_TRANSPORTS: &[&str] =
-    &["falcon", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"];
+pub const PLANNED_TRANSPORTS: &[&str] = &["falcon", "uet", "ecmp", "ar", "rc-gbn", "rc-sr"];
 
 /// The transport a scenario names (`transport.kind`): one the engine has
 /// ([`rondo_proto::Transport`], any registered name), or a baseline still to come.
