@@ -165,7 +165,7 @@ fn an_unknown_kind_lists_the_kinds() {
 
 #[test]
 fn baseline_transports_are_named_but_not_implemented_yet() {
-    for kind in ["mprdma", "uet"] {
+    for kind in ["uet"] {
         let e = err(ISSUE_EXAMPLE, &[&format!("transport.kind={kind}")]);
         names(
             &e,

@@ -175,6 +175,7 @@ mod tests {
             forward_delay_ps: None,
             probe: false,
             ecn: false,
+            psn: 0,
         };
         for _ in 0..n {
             a.on_ack(Instant::ZERO, &s, paths);

@@ -6,9 +6,10 @@
 //! how much each path may send now ([`CongestionControl::open_windows`]) and how
 //! fast the flow is paced. Implementations: [`Arcc`] (Rondo, paper §4.2),
 //! [`Aimd`] (one window per flow, halved on loss: RRPS's), [`Swift`]
-//! (delay-based windows per path: swift-rps, Falcon) and [`Dcqcn`] (one paced
-//! rate per flow, cut on ECN echoes: the ecmp, ar and RC baselines'). [`AnyCc`]
-//! dispatches statically over them.
+//! (delay-based windows per path: swift-rps, Falcon), [`Dcqcn`] (one paced
+//! rate per flow, cut on ECN echoes: the ecmp, ar and RC baselines') and
+//! [`Mprdma`] (MP-RDMA's ECN window, sends granted per path by its ACKs).
+//! [`AnyCc`] dispatches statically over them.
 //!
 //! Units: windows in packets (`f64`, fractional), rates in packets per
 //! microsecond (`f64`), times as [`Instant`] / [`Duration`] (integer picoseconds).
@@ -16,12 +17,14 @@
 mod aimd;
 mod arcc;
 mod dcqcn;
+mod mprdma;
 mod plb;
 mod swift;
 
 pub use aimd::Aimd;
 pub use arcc::{Arcc, ArccUpdate};
 pub use dcqcn::{Dcqcn, DcqcnParams, IncreaseStage, WINDOW_BDPS};
+pub use mprdma::Mprdma;
 pub use swift::{Swift, SwiftParams};
 
 use crate::path::PathState;
@@ -42,6 +45,8 @@ pub struct AckSample {
     pub probe: bool,
     /// The acknowledged packet was marked Congestion Experienced.
     pub ecn: bool,
+    /// The acknowledged packet's PSN (absolute; 0 for a probe's ACK).
+    pub psn: u64,
 }
 
 /// What a controller may ask of the flow it controls during a tick.
@@ -117,6 +122,8 @@ pub enum AnyCc {
     Swift(Swift),
     /// DCQCN: one paced rate for the flow, cut on ECN echoes.
     Dcqcn(Dcqcn),
+    /// MP-RDMA's ECN-driven window with ACK-clocked per-path sends.
+    Mprdma(Mprdma),
 }
 
 impl AnyCc {
@@ -150,6 +157,7 @@ macro_rules! dispatch {
             AnyCc::Aimd($c) => $e,
             AnyCc::Swift($c) => $e,
             AnyCc::Dcqcn($c) => $e,
+            AnyCc::Mprdma($c) => $e,
         }
     };
 }

@@ -83,6 +83,7 @@ impl Sender {
                     forward_delay_ps: None,
                     probe: false,
                     ecn,
+                    psn: acked,
                 };
                 // Karn's rule: an RTT sample only from the ACK of a packet's newest
                 // transmission (while the packet is still in the table; a resent
@@ -180,6 +181,7 @@ impl Sender {
             forward_delay_ps: None,
             probe: true,
             ecn: false,
+            psn: 0,
         };
         self.cc.on_ack(now, &sample, &c.paths);
     }

@@ -21,6 +21,7 @@
 mod ar;
 mod ecmp;
 mod falcon;
+mod mprdma;
 pub mod rc;
 mod rondo;
 mod rrps;
@@ -67,6 +68,7 @@ const REGISTRY: &[Entry] = &[
     ar::ENTRY,
     rc::GBN,
     rc::SR,
+    mprdma::ENTRY,
 ];
 
 /// A transport, chosen by name.
