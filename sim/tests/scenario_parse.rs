@@ -165,13 +165,14 @@ fn an_unknown_kind_lists_the_kinds() {
 
 #[test]
 fn baseline_transports_are_named_but_not_implemented_yet() {
-    for kind in ["uet"] {
+    for &kind in rondo_sim::scenario::PLANNED_TRANSPORTS {
         let e = err(ISSUE_EXAMPLE, &[&format!("transport.kind={kind}")]);
         names(
             &e,
             &["transport.kind", kind, "not implemented yet", "rondo"],
         );
     }
+    assert_eq!(rondo_sim::scenario::PLANNED_TRANSPORTS, ["uet"]);
 }
 
 #[test]

@@ -347,6 +347,7 @@ mod tests {
             forward_delay_ps: None,
             probe: false,
             ecn: true,
+            psn: 0,
         };
         d.on_ack(Instant::from_us(us), &s, paths);
     }
@@ -378,6 +379,7 @@ mod tests {
             forward_delay_ps: None,
             probe: false,
             ecn: false,
+            psn: 0,
         };
         d.on_ack(Instant::from_us(400), &clean, &paths);
         clean.probe = true;

@@ -392,6 +392,7 @@ mod tests {
             forward_delay_ps: None,
             probe: false,
             ecn: false,
+            psn: 0,
         }
     }
 
