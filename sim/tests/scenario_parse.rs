@@ -299,10 +299,7 @@ fn events_are_checked() {
         &["events[0].path", "0 to 1"],
     );
     let e = err(&text, &["events.0.link=\"edge_up\""]);
-    names(
-        &e,
-        &["events[0]", "`path` alone, or with `link` and `index`"],
-    );
+    names(&e, &["events[0]", "`path` alone, with `link` and `index`"]);
     let by_name = text.replace("path = 1", "link = \"path_reverse\"\nindex = 1");
     assert_eq!(ok(&by_name, &[]).events[0].index, Some(1));
     names(

@@ -105,6 +105,9 @@ pub struct Dcqcn {
     increase_next: Option<Instant>,
     initial_rtt: Duration,
     cnps: u64,
+    /// `FlowConfig::pacing`: off, the rate is not enforced (only the window cap
+    /// holds the flow; for tests of the parts around the controller).
+    paced: bool,
 }
 
 impl Dcqcn {
@@ -134,6 +137,7 @@ impl Dcqcn {
             increase_next: None,
             initial_rtt: cfg.initial_rtt,
             cnps: 0,
+            paced: cfg.pacing,
         }
     }
 
@@ -236,7 +240,7 @@ impl CongestionControl for Dcqcn {
     }
 
     fn paced(&self) -> bool {
-        true
+        self.paced
     }
 
     fn pacing_rate(&self, _paths: &[PathState]) -> f64 {

@@ -158,6 +158,8 @@ mod tests {
             transport: Transport::from_name(name).unwrap(),
             paths: 1,
             initial_window: 64.0,
+            // Every packet goes out at once (DCQCN would pace them at line rate).
+            pacing: false,
             ..FlowConfig::default()
         }
     }
@@ -212,6 +214,8 @@ mod tests {
     fn the_psn_window_holds_new_psns_until_the_lowest_is_acknowledged() {
         let cfg = FlowConfig {
             initial_window: 2000.0,
+            // DCQCN caps inflight at 2 BDP: make that far more than 512 packets.
+            initial_rtt: crate::time::Duration::from_us(200),
             ..rc("rc-sr")
         };
         let mut s = Sender::new(&cfg, Instant::ZERO);
@@ -219,13 +223,13 @@ mod tests {
         let n = std::iter::from_fn(|| send(&mut s, Instant::ZERO)).count();
         assert_eq!(n, 512);
         // PSN 0 acknowledged: PSN 512 may go, nothing more.
-        feedback(&mut s, 20, 0, 1, 0, None);
+        feedback(&mut s, 200, 0, 1, 0, None);
         let more: Vec<(u32, bool)> =
-            std::iter::from_fn(|| send(&mut s, Instant::from_us(20))).collect();
+            std::iter::from_fn(|| send(&mut s, Instant::from_us(200))).collect();
         assert_eq!(more, [(512, false)]);
         // Later PSNs acknowledged out of order do not move the window.
-        feedback(&mut s, 21, 5, 1, 0, Some(NakReason::OutOfOrder));
-        let _ = resent(&mut s, 21); // the hole, PSN 1
-        assert_eq!(send(&mut s, Instant::from_us(21)), None);
+        feedback(&mut s, 201, 5, 1, 0, Some(NakReason::OutOfOrder));
+        let _ = resent(&mut s, 201); // the hole, PSN 1
+        assert_eq!(send(&mut s, Instant::from_us(201)), None);
     }
 }
