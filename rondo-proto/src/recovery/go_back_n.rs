@@ -5,10 +5,11 @@
 //! range of outstanding PSNs (ConnectX-7: 512): new PSNs wait beyond it.
 
 use super::LossRecovery;
+use super::RtoTimer;
 use crate::config::FlowConfig;
-use crate::event::{ConnectionError, Event};
+use crate::event::Event;
 use crate::sender::Core;
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 use std::collections::VecDeque;
 
 /// What a NAK of expected PSN e resends.
@@ -31,11 +32,7 @@ pub enum NakRecovery {
 pub struct GoBackN {
     mode: NakRecovery,
     psn_window: Option<u64>,
-    initial_rtt: Duration,
-    rto_min: Duration,
-    retry_limit: u32,
-    retries: u32,
-    last_progress: Instant,
+    rto_timer: RtoTimer,
 }
 
 impl GoBackN {
@@ -51,28 +48,8 @@ impl GoBackN {
         GoBackN {
             mode,
             psn_window,
-            initial_rtt: cfg.initial_rtt,
-            rto_min: cfg.rto_min,
-            retry_limit: cfg.retry_limit,
-            retries: 0,
-            last_progress: now,
+            rto_timer: RtoTimer::new(cfg, now),
         }
-    }
-
-    fn rto(&self, core: &Core) -> Duration {
-        let srtt = core
-            .paths
-            .iter()
-            .filter_map(|p| p.srtt)
-            .max()
-            .unwrap_or(self.initial_rtt);
-        let base = srtt.saturating_mul(3).max(self.rto_min);
-        base.saturating_mul(1u64 << self.retries.min(16))
-    }
-
-    fn rto_deadline(&self, core: &Core) -> Option<Instant> {
-        (core.in_flight_count() > 0 || core.retx_pending())
-            .then(|| self.last_progress + self.rto(core))
     }
 }
 
@@ -80,14 +57,11 @@ impl LossRecovery for GoBackN {
     fn on_transmit(&mut self, _psn: u64) {}
 
     fn on_transmitted(&mut self, now: Instant, in_flight: u32) {
-        if self.last_progress < now && in_flight == 1 {
-            self.last_progress = now; // the RTO runs from the first packet of a busy period
-        }
+        self.rto_timer.on_transmitted(now, in_flight);
     }
 
     fn on_progress(&mut self, now: Instant) {
-        self.retries = 0;
-        self.last_progress = now;
+        self.rto_timer.on_progress(now);
     }
 
     fn detect_losses(&mut self, _now: Instant, _core: &mut Core) {}
@@ -121,26 +95,11 @@ impl LossRecovery for GoBackN {
     }
 
     fn poll_timeout(&self, core: &Core) -> Option<Instant> {
-        self.rto_deadline(core)
+        self.rto_timer.deadline(core)
     }
 
     fn on_timeout(&mut self, now: Instant, core: &mut Core, events: &mut VecDeque<Event>) -> bool {
-        if self.rto_deadline(core).is_none_or(|d| d > now) {
-            return false;
-        }
-        self.retries += 1;
-        core.stats.rto_fired += 1;
-        if self.retries > self.retry_limit {
-            let err = ConnectionError::RetryExceeded {
-                retries: self.retries - 1,
-            };
-            core.failed = Some(err);
-            events.push_back(Event::Error(err));
-            return false;
-        }
-        core.on_rto(now); // everything in flight is resent, lowest PSN first
-        self.last_progress = now;
-        true
+        self.rto_timer.fire(now, core, events)
     }
 }
 

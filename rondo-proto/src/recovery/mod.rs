@@ -20,9 +20,10 @@ pub use rack::{RackScope, RackTlp};
 pub use selective_repeat::SelectiveRepeat;
 
 use crate::config::{FlowConfig, LossRecoveryKind};
+use crate::event::ConnectionError;
 use crate::event::Event;
 use crate::sender::Core;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 
 /// A loss-recovery scheme (crate-internal: it works on the sender's core).
@@ -54,6 +55,90 @@ pub(crate) trait LossRecovery {
     /// PSN window): new PSNs beyond it wait. `None`: no limit.
     fn psn_window(&self) -> Option<u64> {
         None
+    }
+}
+
+/// The retransmission timer every scheme shares: max(`rto_min`, 3 x the largest
+/// smoothed RTT of any path, the initial RTT before a sample), doubled by each
+/// timeout without progress, running from the last progress (or the first packet
+/// of a busy period) while anything is in flight or waits for retransmission;
+/// past `retry_limit` timeouts in a row the connection fails.
+#[derive(Clone, Debug)]
+pub(crate) struct RtoTimer {
+    /// RTT assumed before any sample (also the schemes' own fallback).
+    pub(crate) initial_rtt: Duration,
+    rto_min: Duration,
+    retry_limit: u32,
+    retries: u32,
+    last_progress: Instant,
+}
+
+impl RtoTimer {
+    pub(crate) fn new(cfg: &FlowConfig, now: Instant) -> RtoTimer {
+        RtoTimer {
+            initial_rtt: cfg.initial_rtt,
+            rto_min: cfg.rto_min,
+            retry_limit: cfg.retry_limit,
+            retries: 0,
+            last_progress: now,
+        }
+    }
+
+    fn rto(&self, core: &Core) -> Duration {
+        let srtt = core
+            .paths
+            .iter()
+            .filter_map(|p| p.srtt)
+            .max()
+            .unwrap_or(self.initial_rtt);
+        let base = srtt.saturating_mul(3).max(self.rto_min);
+        base.saturating_mul(1u64 << self.retries.min(16))
+    }
+
+    /// When the timer fires, if it runs.
+    pub(crate) fn deadline(&self, core: &Core) -> Option<Instant> {
+        (core.in_flight_count() > 0 || core.retx_pending())
+            .then(|| self.last_progress + self.rto(core))
+    }
+
+    /// A data packet went out; `in_flight` packets are in flight now.
+    pub(crate) fn on_transmitted(&mut self, now: Instant, in_flight: u32) {
+        if self.last_progress < now && in_flight == 1 {
+            self.last_progress = now; // the RTO runs from the first packet of a busy period
+        }
+    }
+
+    /// An ACK acknowledged something new.
+    pub(crate) fn on_progress(&mut self, now: Instant) {
+        self.retries = 0;
+        self.last_progress = now;
+    }
+
+    /// Fires the timer if it is due at `now`: true when it fired and the flow goes
+    /// on (`core.on_rto` has run); past the retry limit it fails the connection
+    /// (`core.failed`, an [`Event::Error`]) and answers false, as when not due.
+    pub(crate) fn fire(
+        &mut self,
+        now: Instant,
+        core: &mut Core,
+        events: &mut VecDeque<Event>,
+    ) -> bool {
+        if self.deadline(core).is_none_or(|d| d > now) {
+            return false;
+        }
+        self.retries += 1;
+        core.stats.rto_fired += 1;
+        if self.retries > self.retry_limit {
+            let err = ConnectionError::RetryExceeded {
+                retries: self.retries - 1,
+            };
+            core.failed = Some(err);
+            events.push_back(Event::Error(err));
+            return false;
+        }
+        core.on_rto(now);
+        self.last_progress = now;
+        true
     }
 }
 

@@ -18,8 +18,9 @@
 //! `retry_limit` of them.
 
 use super::LossRecovery;
+use super::RtoTimer;
 use crate::config::FlowConfig;
-use crate::event::{ConnectionError, Event};
+use crate::event::Event;
 use crate::sender::Core;
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
@@ -50,14 +51,10 @@ struct RackGroup {
 pub struct RackTlp {
     scope: RackScope,
     groups: Vec<RackGroup>,
-    initial_rtt: Duration,
-    rto_min: Duration,
-    retry_limit: u32,
+    rto_timer: RtoTimer,
     loss_timer: Option<Instant>,
     /// No table entry below this PSN is in flight and unacknowledged.
     loss_scan: u64,
-    retries: u32,
-    last_progress: Instant,
 }
 
 impl RackTlp {
@@ -70,13 +67,9 @@ impl RackTlp {
         RackTlp {
             scope,
             groups: vec![RackGroup::default(); groups],
-            initial_rtt: cfg.initial_rtt,
-            rto_min: cfg.rto_min,
-            retry_limit: cfg.retry_limit,
+            rto_timer: RtoTimer::new(cfg, now),
             loss_timer: None,
             loss_scan: u64::from(cfg.initial_psn),
-            retries: 0,
-            last_progress: now,
         }
     }
 
@@ -94,17 +87,17 @@ impl RackTlp {
 
     /// RACK's reordering window of a group: min RTT / 4 (RFC 8985 §6.2).
     fn reo_wnd(&self, g: usize) -> Duration {
-        let min = self.groups[g].min_rtt.unwrap_or(self.initial_rtt);
+        let min = self.groups[g].min_rtt.unwrap_or(self.rto_timer.initial_rtt);
         Duration::from_ps(min.as_ps() / 4)
     }
 
     fn srtt(&self, core: &Core, g: usize) -> Duration {
-        let srtt = |p: &crate::path::PathState| p.srtt.unwrap_or(self.initial_rtt);
+        let srtt = |p: &crate::path::PathState| p.srtt.unwrap_or(self.rto_timer.initial_rtt);
         match self.scope {
             RackScope::Flow => core.paths.iter().map(srtt).max(),
             RackScope::Path => core.paths.get(g).map(srtt),
         }
-        .unwrap_or(self.initial_rtt)
+        .unwrap_or(self.rto_timer.initial_rtt)
     }
 
     /// When group `g`'s tail loss probe is due: two smoothed RTTs after its last
@@ -144,22 +137,6 @@ impl RackTlp {
         // in flight): the next delivery re-arms it.
         self.groups[g].probe_out = true;
     }
-
-    fn rto(&self, core: &Core) -> Duration {
-        let srtt = core
-            .paths
-            .iter()
-            .filter_map(|p| p.srtt)
-            .max()
-            .unwrap_or(self.initial_rtt);
-        let base = srtt.saturating_mul(3).max(self.rto_min);
-        base.saturating_mul(1u64 << self.retries.min(16))
-    }
-
-    fn rto_deadline(&self, core: &Core) -> Option<Instant> {
-        (core.in_flight_count() > 0 || core.retx_pending())
-            .then(|| self.last_progress + self.rto(core))
-    }
 }
 
 impl LossRecovery for RackTlp {
@@ -168,14 +145,11 @@ impl LossRecovery for RackTlp {
     }
 
     fn on_transmitted(&mut self, now: Instant, in_flight: u32) {
-        if self.last_progress < now && in_flight == 1 {
-            self.last_progress = now;
-        }
+        self.rto_timer.on_transmitted(now, in_flight);
     }
 
     fn on_progress(&mut self, now: Instant) {
-        self.retries = 0;
-        self.last_progress = now;
+        self.rto_timer.on_progress(now);
     }
 
     fn on_delivered(&mut self, now: Instant, path: usize, psn: u64, sent_at: Instant) {
@@ -225,7 +199,7 @@ impl LossRecovery for RackTlp {
     fn poll_timeout(&self, core: &Core) -> Option<Instant> {
         (0..self.groups.len())
             .filter_map(|g| self.probe_deadline(core, g))
-            .chain(self.rto_deadline(core))
+            .chain(self.rto_timer.deadline(core))
             .chain(self.loss_timer)
             .min()
     }
@@ -239,22 +213,7 @@ impl LossRecovery for RackTlp {
                 self.send_probe(core, g);
             }
         }
-        if self.rto_deadline(core).is_none_or(|d| d > now) {
-            return false;
-        }
-        self.retries += 1;
-        core.stats.rto_fired += 1;
-        if self.retries > self.retry_limit {
-            let err = ConnectionError::RetryExceeded {
-                retries: self.retries - 1,
-            };
-            core.failed = Some(err);
-            events.push_back(Event::Error(err));
-            return false;
-        }
-        core.on_rto(now);
-        self.last_progress = now;
-        true
+        self.rto_timer.fire(now, core, events)
     }
 }
 
@@ -364,9 +323,9 @@ mod tests {
         r.groups[0].probe_out = true; // no probes: the RTO alone
         send(&mut c, &mut r, 0, 0);
         let mut events = VecDeque::new();
-        assert_eq!(r.rto_deadline(&c), Some(Instant::from_us(500)));
+        assert_eq!(r.rto_timer.deadline(&c), Some(Instant::from_us(500)));
         assert!(r.on_timeout(Instant::from_us(500), &mut c, &mut events));
-        assert_eq!(r.rto(&c), Duration::from_us(1000));
+        assert_eq!(r.rto_timer.rto(&c), Duration::from_us(1000));
         // Its packet waits for retransmission: the timer runs on, doubled.
         assert!(r.on_timeout(Instant::from_us(1500), &mut c, &mut events));
         assert!(!r.on_timeout(Instant::from_us(3500), &mut c, &mut events));

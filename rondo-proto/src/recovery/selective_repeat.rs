@@ -3,8 +3,9 @@
 //! retry limit.
 
 use super::LossRecovery;
+use super::RtoTimer;
 use crate::config::{EarlyRecovery, FlowConfig};
-use crate::event::{ConnectionError, Event};
+use crate::event::Event;
 use crate::sender::Core;
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
@@ -23,17 +24,13 @@ use std::collections::VecDeque;
 pub struct SelectiveRepeat {
     threshold: u64,
     rule: EarlyRecovery,
-    initial_rtt: Duration,
-    rto_min: Duration,
-    retry_limit: u32,
+    rto_timer: RtoTimer,
     loss_timer: Option<Instant>,
     /// No table entry below this PSN is a loss candidate (in flight, not acked):
     /// where detection starts. Every transmission lowers it to its PSN.
     loss_scan: u64,
     /// Scratch: each path's ACK deadline during detection.
     deadlines: Vec<Duration>,
-    retries: u32,
-    last_progress: Instant,
 }
 
 impl SelectiveRepeat {
@@ -42,31 +39,11 @@ impl SelectiveRepeat {
         SelectiveRepeat {
             threshold: u64::from(cfg.early_recovery_threshold),
             rule: cfg.early_recovery,
-            initial_rtt: cfg.initial_rtt,
-            rto_min: cfg.rto_min,
-            retry_limit: cfg.retry_limit,
+            rto_timer: RtoTimer::new(cfg, now),
             loss_timer: None,
             loss_scan: u64::from(cfg.initial_psn),
             deadlines: Vec::with_capacity(usize::from(cfg.paths)),
-            retries: 0,
-            last_progress: now,
         }
-    }
-
-    fn rto(&self, core: &Core) -> Duration {
-        let srtt = core
-            .paths
-            .iter()
-            .filter_map(|p| p.srtt)
-            .max()
-            .unwrap_or(self.initial_rtt);
-        let base = srtt.saturating_mul(3).max(self.rto_min);
-        base.saturating_mul(1u64 << self.retries.min(16))
-    }
-
-    fn rto_deadline(&self, core: &Core) -> Option<Instant> {
-        (core.in_flight_count() > 0 || core.retx_pending())
-            .then(|| self.last_progress + self.rto(core))
     }
 }
 
@@ -76,14 +53,11 @@ impl LossRecovery for SelectiveRepeat {
     }
 
     fn on_transmitted(&mut self, now: Instant, in_flight: u32) {
-        if self.last_progress < now && in_flight == 1 {
-            self.last_progress = now; // the RTO runs from the first packet of a busy period
-        }
+        self.rto_timer.on_transmitted(now, in_flight);
     }
 
     fn on_progress(&mut self, now: Instant) {
-        self.retries = 0;
-        self.last_progress = now;
+        self.rto_timer.on_progress(now);
     }
 
     fn detect_losses(&mut self, now: Instant, core: &mut Core) {
@@ -103,7 +77,7 @@ impl LossRecovery for SelectiveRepeat {
         // A read-only pass first (the common case: nothing is due), with each path's
         // deadline computed once; only when something is due does the loop below
         // run, declaring losses (which can change later entries) as it goes.
-        let fallback = self.initial_rtt;
+        let fallback = self.rto_timer.initial_rtt;
         self.deadlines.clear();
         self.deadlines
             .extend(core.paths.iter().map(|p| p.ack_deadline(fallback)));
@@ -148,7 +122,7 @@ impl LossRecovery for SelectiveRepeat {
     }
 
     fn poll_timeout(&self, core: &Core) -> Option<Instant> {
-        match (self.rto_deadline(core), self.loss_timer) {
+        match (self.rto_timer.deadline(core), self.loss_timer) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -158,22 +132,7 @@ impl LossRecovery for SelectiveRepeat {
         if self.loss_timer.is_some_and(|t| t <= now) {
             self.detect_losses(now, core);
         }
-        if self.rto_deadline(core).is_none_or(|d| d > now) {
-            return false;
-        }
-        self.retries += 1;
-        core.stats.rto_fired += 1;
-        if self.retries > self.retry_limit {
-            let err = ConnectionError::RetryExceeded {
-                retries: self.retries - 1,
-            };
-            core.failed = Some(err);
-            events.push_back(Event::Error(err));
-            return false;
-        }
-        core.on_rto(now);
-        self.last_progress = now;
-        true
+        self.rto_timer.fire(now, core, events)
     }
 }
 
