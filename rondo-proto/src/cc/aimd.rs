@@ -4,7 +4,7 @@
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::FlowConfig;
-use crate::path::{PathState, PathStatus};
+use crate::path::PathState;
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -72,18 +72,11 @@ impl Aimd {
 
 impl CongestionControl for Aimd {
     fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
-        let flow_open = self.open(paths);
-        for (o, s) in open.iter_mut().zip(paths) {
-            *o = if s.status == PathStatus::Up {
-                flow_open
-            } else {
-                0.0
-            };
-        }
+        super::open_on_paths_up(self.open(paths), paths, open);
     }
 
     fn any_open(&self, paths: &[PathState]) -> bool {
-        self.open(paths) > 0.0 && paths.iter().any(|p| p.status == PathStatus::Up)
+        super::any_open_on_paths_up(self.open(paths), paths)
     }
 
     fn paced(&self) -> bool {
@@ -219,7 +212,7 @@ mod tests {
         ack(&mut a, &paths, 2); // window 5
         paths[0].inflight = 2;
         paths[1].inflight = 1;
-        paths[2].status = PathStatus::Down;
+        paths[2].status = crate::path::PathStatus::Down;
         let mut open = [0.0; 3];
         a.open_windows(&paths, &mut open);
         assert_eq!(open, [2.0, 2.0, 0.0]);

@@ -18,7 +18,7 @@
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::FlowConfig;
-use crate::path::{PathState, PathStatus};
+use crate::path::PathState;
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -225,18 +225,11 @@ impl Dcqcn {
 
 impl CongestionControl for Dcqcn {
     fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
-        let flow_open = self.open(paths);
-        for (o, s) in open.iter_mut().zip(paths) {
-            *o = if s.status == PathStatus::Up {
-                flow_open
-            } else {
-                0.0
-            };
-        }
+        super::open_on_paths_up(self.open(paths), paths, open);
     }
 
     fn any_open(&self, paths: &[PathState]) -> bool {
-        self.open(paths) > 0.0 && paths.iter().any(|p| p.status == PathStatus::Up)
+        super::any_open_on_paths_up(self.open(paths), paths)
     }
 
     fn paced(&self) -> bool {

@@ -111,6 +111,27 @@ pub trait CongestionControl {
     fn on_tick(&mut self, now: Instant, paths: &[PathState], flow: &dyn FlowView) -> Tick;
 }
 
+/// The open windows of a controller that keeps one allowance for the whole flow:
+/// `flow_open` packets on every path in rotation, 0 on the others.
+pub(crate) fn open_on_paths_up(flow_open: f64, paths: &[PathState], open: &mut [f64]) {
+    for (o, s) in open.iter_mut().zip(paths) {
+        *o = if s.status == crate::path::PathStatus::Up {
+            flow_open
+        } else {
+            0.0
+        };
+    }
+}
+
+/// Whether a flow-wide allowance of `flow_open` packets lets anything out: it is
+/// positive and some path is in rotation.
+pub(crate) fn any_open_on_paths_up(flow_open: f64, paths: &[PathState]) -> bool {
+    flow_open > 0.0
+        && paths
+            .iter()
+            .any(|p| p.status == crate::path::PathStatus::Up)
+}
+
 /// Every congestion controller, dispatched statically.
 #[derive(Clone, Debug)]
 pub enum AnyCc {
