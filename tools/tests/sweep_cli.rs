@@ -1,16 +1,11 @@
 //! Runs `rondo sweep` as a user would: a sweep on one machine, the same sweep in
 //! shards merged back, and the errors of bad arguments.
 
+mod common;
+
+use common::rondo;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn rondo(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rondo"))
-        .args(args)
-        .output()
-        .expect("run the rondo binary")
-}
 
 fn ok_stdout(args: &[&str]) -> String {
     let out = rondo(args);
