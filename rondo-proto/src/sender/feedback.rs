@@ -21,6 +21,7 @@ impl Sender {
         nak: Option<NakReason>,
         events: &mut VecDeque<Event>,
     ) -> bool {
+        self.select_blocked = false;
         let c = &mut self.core;
         let path = fb.acked_path as usize;
         if path >= c.paths.len() {

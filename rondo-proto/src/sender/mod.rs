@@ -97,6 +97,12 @@ pub(crate) struct Sender {
     pub(crate) selector: AnyPathSelector,
     pub(crate) scheduler: AnyPacketSelector,
     pub(crate) recovery: AnyRecovery,
+    /// The last transmit attempt had data, pacing allowed it, and the path
+    /// selector chose no path (a fixed path out of rotation while others are
+    /// open): the send term of `poll_timeout` waits until feedback, a post, or a
+    /// timer that changed the controller or recovery, instead of reporting "now"
+    /// for ever.
+    select_blocked: bool,
 }
 
 impl Sender {
@@ -139,11 +145,13 @@ impl Sender {
             selector: parts.selector,
             scheduler: parts.scheduler,
             recovery: parts.recovery,
+            select_blocked: false,
         }
     }
 
     /// Queues a message; PSNs are assigned now.
     pub(crate) fn post(&mut self, msg_id: u64, data: Message) {
+        self.select_blocked = false;
         let c = &mut self.core;
         let packets = (data.len() as u64).div_ceil(c.payload);
         c.messages.push_back(OutMessage {

@@ -26,7 +26,7 @@ impl Sender {
             t = t.min(d);
         }
         if c.has_data() {
-            if self.cc.any_open(&c.paths) {
+            if self.cc.any_open(&c.paths) && !self.select_blocked {
                 t = t.min(if self.cc.paced() {
                     c.pace_next
                 } else {
@@ -50,10 +50,12 @@ impl Sender {
         let tick = self.cc.on_tick(now, &self.core.paths, &self.core);
         self.core.stats.probing_phases += u64::from(tick.probing_phases);
         if tick.updated {
+            self.select_blocked = false;
             self.scheduler
                 .on_update(now, &self.core.paths, &self.cc, events);
         }
         if self.recovery.on_timeout(now, &mut self.core, events) {
+            self.select_blocked = false;
             self.cc.on_rto(now, &self.core.paths);
         }
         self.settle(now);

@@ -37,8 +37,12 @@ impl Sender {
             return None;
         }
         if !self.cc.paced() || now >= self.core.pace_next {
-            if let Some(path) = self.select_path() {
-                return self.emit_data(now, path, tx, remote_flow);
+            match self.select_path() {
+                Some(path) => {
+                    self.select_blocked = false;
+                    return self.emit_data(now, path, tx, remote_flow);
+                }
+                None => self.select_blocked = true,
             }
         }
         let c = &mut self.core;

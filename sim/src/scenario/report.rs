@@ -156,4 +156,7 @@ pub struct SimStats {
     pub wall_s: f64,
     /// Events per second of wall-clock time.
     pub events_per_s: f64,
+    /// Times a host's timer stayed due at one instant 10,000 times without
+    /// progress and the simulator moved it on by 1 ns: an engine bug when not 0.
+    pub stuck_timers: u64,
 }

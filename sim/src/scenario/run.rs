@@ -484,6 +484,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
             } else {
                 0.0
             },
+            stuck_timers: m.stuck_timers,
         },
         end: match end {
             RunEnd::Done => "done",
