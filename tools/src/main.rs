@@ -11,7 +11,9 @@ mod demo;
 mod doctor;
 mod fabric;
 mod p4_config;
+mod parallel;
 mod perf;
+mod reproduce;
 mod sim;
 mod sweep;
 mod table;
@@ -44,6 +46,9 @@ enum Command {
     /// seeds, on every core: a table, one JSON object, a plot; --shard K/N and
     /// --merge DIR split a sweep over machines (tools/slurm/).
     Sweep(sweep::Args),
+    /// Run the paper's comparisons (every transport beside Rondo) and write
+    /// docs/results.md with the paper's numbers beside ours, and SVG plots.
+    Reproduce(reproduce::Args),
     /// perftest-like bandwidth and latency runs between two hosts over UDP:
     /// `rondo perf server` on one, `rondo perf client HOST` on the other.
     Perf(perf::Args),
@@ -66,6 +71,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Sweep(args) => sweep::run(&args),
+        Command::Reproduce(args) => reproduce::run(&args),
         Command::Perf(args) => perf::run(&args),
         Command::Fabric(args) => fabric::run(&args),
         Command::Testbed(args) => testbed::run(&args),

@@ -10,8 +10,6 @@ use anyhow::{bail, Context as _};
 use rondo_sim::scenario::{self, Override, RunOptions, Scenario};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// Options of `rondo sweep`.
 #[derive(Debug, clap::Args)]
@@ -253,43 +251,28 @@ fn scenarios(
 /// Runs `runs` on `jobs` threads (default: every core), printing one line per
 /// finished run to stderr; the records come back in plan order.
 fn execute(runs: &[Planned], meta: &Value, jobs: Option<usize>) -> anyhow::Result<Vec<Value>> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let jobs = jobs.unwrap_or(cores).clamp(1, runs.len().max(1));
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<anyhow::Result<Value>>>> =
-        Mutex::new((0..runs.len()).map(|_| None).collect());
     let started = std::time::Instant::now();
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(p) = runs.get(i) else { break };
-                let r = run_one(p, meta);
-                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                match &r {
-                    Ok(v) => eprintln!(
-                        "[{n}/{}] {} {}={} seed {}: utilization {:.3}, OOD p99 {}, {:.0} s elapsed",
-                        runs.len(),
-                        p.series,
-                        meta["key"].as_str().unwrap_or(""),
-                        p.value,
-                        p.seed,
-                        v["report"]["utilization"].as_f64().unwrap_or(f64::NAN),
-                        v["report"]["ood"]["nic_p99"],
-                        started.elapsed().as_secs_f64()
-                    ),
-                    Err(e) => eprintln!("[{n}/{}] {} failed: {e:#}", runs.len(), p.series),
-                }
-                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
-            });
-        }
-    });
-    let results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| bail!("a run was not done")))
-        .collect()
+    crate::parallel::map(
+        runs,
+        jobs,
+        |p| run_one(p, meta),
+        |n, p, r| match r {
+            Ok(v) => eprintln!(
+                "[{n}/{}] {} {}={} seed {}: utilization {:.3}, OOD p99 {}, {:.0} s elapsed",
+                runs.len(),
+                p.series,
+                meta["key"].as_str().unwrap_or(""),
+                p.value,
+                p.seed,
+                v["report"]["utilization"].as_f64().unwrap_or(f64::NAN),
+                v["report"]["ood"]["nic_p99"],
+                started.elapsed().as_secs_f64()
+            ),
+            Err(e) => eprintln!("[{n}/{}] {} failed: {e:#}", runs.len(), p.series),
+        },
+    )
+    .into_iter()
+    .collect()
 }
 
 /// One run and its record.

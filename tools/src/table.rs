@@ -22,6 +22,25 @@ impl Table {
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
+
+    /// The table as Markdown (a pipe table): the first `left` columns left
+    /// aligned, the others (numbers) right aligned.
+    pub fn to_markdown(&self, left: usize) -> String {
+        let cells = |row: &[String]| {
+            (0..self.header.len())
+                .map(|i| row.get(i).map_or("", String::as_str).replace('|', "\\|"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        };
+        let rule: Vec<&str> = (0..self.header.len())
+            .map(|i| if i < left { "---" } else { "---:" })
+            .collect();
+        let mut s = format!("| {} |\n| {} |\n", cells(&self.header), rule.join(" | "));
+        for r in &self.rows {
+            s.push_str(&format!("| {} |\n", cells(r)));
+        }
+        s
+    }
 }
 
 impl fmt::Display for Table {
@@ -58,6 +77,16 @@ impl fmt::Display for Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_has_a_rule_and_escapes_pipes() {
+        let mut t = Table::new(&["name", "n"]);
+        t.row(vec!["a|b".into(), "1".into()]);
+        assert_eq!(
+            t.to_markdown(1),
+            "| name | n |\n| --- | ---: |\n| a\\|b | 1 |\n"
+        );
+    }
 
     #[test]
     fn columns_are_padded() {

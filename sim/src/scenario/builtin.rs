@@ -58,6 +58,15 @@ const FIG19: &str = include_str!("../../scenarios/fig19.toml");
 const FIG20: &str = include_str!("../../scenarios/fig20.toml");
 const CLOS320: &str = include_str!("../../scenarios/clos320-permutation.toml");
 const CLOS320_ALLTOALL: &str = include_str!("../../scenarios/clos320-alltoall.toml");
+const FIG10_INCAST: &str = include_str!("../../scenarios/fig10-incast.toml");
+const FIG10_PERMUTATION: &str = include_str!("../../scenarios/fig10-permutation.toml");
+const FIG10_ALLTOALL: &str = include_str!("../../scenarios/fig10-alltoall.toml");
+const FIG13_BANDWIDTH: &str = include_str!("../../scenarios/fig13-bandwidth.toml");
+const FIG13_DELAY: &str = include_str!("../../scenarios/fig13-delay.toml");
+const FIG13_BACKGROUND: &str = include_str!("../../scenarios/fig13-background.toml");
+const FIG14: &str = include_str!("../../scenarios/fig14-incast-background.toml");
+const FIG15: &str = include_str!("../../scenarios/fig15-loss.toml");
+const INCAST32: &str = include_str!("../../scenarios/incast32.toml");
 
 /// Extra one-way delays of spine path 3 in the Fig. 4 sweep, us.
 pub const FIG4_EXTRA_US: [u32; 6] = [0, 5, 10, 15, 20, 25];
@@ -102,6 +111,22 @@ pub fn builtins() -> Vec<Builtin> {
             });
         }
     }
+    let mut fig10 = Vec::new();
+    for os in [1, 4] {
+        for (what, file, text) in [
+            ("incast", "fig10-incast.toml", FIG10_INCAST),
+            ("permutation", "fig10-permutation.toml", FIG10_PERMUTATION),
+            ("all-to-all", "fig10-alltoall.toml", FIG10_ALLTOALL),
+        ] {
+            fig10.push(RunTemplate {
+                label: format!("{what} OS{os}"),
+                sweep: None,
+                file,
+                text,
+                overrides: vec![format!("topology.oversubscription={os}")],
+            });
+        }
+    }
     vec![
         Builtin {
             name: "fig9",
@@ -138,6 +163,35 @@ pub fn builtins() -> Vec<Builtin> {
             name: "fig20",
             about: "Fig. 20: a path's delay grows mid-transfer, scheduler on and off",
             runs: on_off("fig20.toml", FIG20),
+        },
+        Builtin {
+            name: "fig10",
+            about: "Fig. 10: incast, permutation and all-to-all on the 320-host Clos at 1:1 and 4:1",
+            runs: fig10,
+        },
+        Builtin {
+            name: "fig13",
+            about: "Fig. 13: the Fig. 10 permutation with 10% of links slowed, 10% delayed, or background flows",
+            runs: vec![
+                one("bandwidth", "fig13-bandwidth.toml", FIG13_BANDWIDTH, &[]),
+                one("delay", "fig13-delay.toml", FIG13_DELAY, &[]),
+                one("background", "fig13-background.toml", FIG13_BACKGROUND, &[]),
+            ],
+        },
+        Builtin {
+            name: "fig14",
+            about: "Fig. 14: 4-to-1 incast with 16 background flows on the 4:1 Clos (sweep the reorder buffer)",
+            runs: vec![one("", "fig14-incast-background.toml", FIG14, &[])],
+        },
+        Builtin {
+            name: "fig15",
+            about: "Fig. 15/16: the Fig. 10 permutation under 0.1% random loss at every switch egress",
+            runs: vec![one("", "fig15-loss.toml", FIG15, &[])],
+        },
+        Builtin {
+            name: "fig17",
+            about: "Fig. 17: 32-to-1 incast of long flows on the 320-host Clos (per-flow fairness)",
+            runs: vec![one("", "incast32.toml", INCAST32, &[])],
         },
         Builtin {
             name: "clos320-permutation",
