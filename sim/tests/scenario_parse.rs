@@ -474,3 +474,18 @@ fn switch_and_transport_keys_reach_the_simulator_and_the_engine() {
     assert_eq!(t.rto_min, rondo_proto::Duration::from_us(250));
     assert!(t.validate().is_ok());
 }
+
+#[test]
+fn random_receivers_count_hosts_times_receivers_toward_the_flow_limit() {
+    // 1,024 hosts: 8 random receivers each is 8,192 flows; one group of all
+    // hosts would be 1,047,552, over the limit.
+    let text = "duration_us = 100\n[topology]\nkind = \"fattree\"\nk = 16\n[workload]\nkind = \"all_to_all\"\nbytes = 1000\n";
+    let with = |extra: &str| {
+        let o = rondo_sim::scenario::Override::parse(extra).unwrap();
+        let s = rondo_sim::scenario::parse("a2a.toml", text, &[o]).unwrap();
+        s.check("a2a.toml").map(|_| ()).map_err(|e| e.to_string())
+    };
+    assert_eq!(with("workload.receivers=8"), Ok(()));
+    let e = with("workload.skew=0").unwrap_err();
+    assert!(e.contains("group_size") && e.contains("1047552"), "{e}");
+}

@@ -394,8 +394,13 @@ impl Scenario {
                 group(s.hosts, "hosts")?;
             }
             WorkloadSpec::AllToAll(s) => {
-                let size = s.group_size.unwrap_or(hosts) as f64;
-                too_many(hosts as f64 * (size - 1.0), "group_size")?;
+                match s.receivers {
+                    Some(k) => too_many(hosts as f64 * k as f64, "receivers")?,
+                    None => {
+                        let size = s.group_size.unwrap_or(hosts) as f64;
+                        too_many(hosts as f64 * (size - 1.0), "group_size")?;
+                    }
+                }
                 if let Some(k) = s.receivers {
                     if s.group_size.is_some() {
                         return Err(ScenarioError::invalid(

@@ -5,6 +5,7 @@ use super::{grid, transports, Column, Figure, Missing, Plot, Point, Source, Vari
 
 const WEBSEARCH: &str = include_str!("../../../sim/scenarios/websearch-load.toml");
 const HADOOP: &str = include_str!("../../../sim/scenarios/hadoop-load.toml");
+const FIG22: &str = include_str!("../../../sim/scenarios/fig22-fattree-alltoall.toml");
 const FIG25: &str = include_str!("../../../sim/scenarios/fig25-rtt-fairness.toml");
 
 /// The fabric baselines of §6.2 (RRPS is left out there, as in the paper).
@@ -517,6 +518,45 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         plot: None,
     });
 
+    // Fig. 22: scalability.
+    let ks: &[f64] = if quick {
+        &[8.0, 10.0]
+    } else {
+        &[10.0, 12.0, 14.0, 16.0]
+    };
+    figs.push(Figure {
+        id: "22",
+        title: "Scalability: all-to-all on k-ary fat trees",
+        paper: "Rondo's speedup against ECMP for all-to-all rises from 3.31x to 3.81x as k grows from 10 to 16, its p99 OOD staying at 0 (§6.3).",
+        setup: format!("`sim/scenarios/fig22-fattree-alltoall.toml`: every host sends 100 KB to 8 receivers drawn at random (the paper does not give its all-to-all's size), k swept; {st}."),
+        runs: grid(&Source::File("fig22-fattree-alltoall.toml", FIG22, "k"), &transports(&["rondo", "ecmp"]), Some(("topology.k", "", ks)), seeds)?
+            .into_iter()
+            .map(|mut r| {
+                r.group = format!("k={}", r.x.unwrap_or(0.0));
+                r
+            })
+            .collect(),
+        columns: vec![
+            Column::key("JCT us", "jct_us", 0),
+            Column::with("speedup vs ecmp", 2, speedup),
+            Column::key("OOD p99", "ood.nic_p99", 0),
+            Column::key("OOD max", "ood.nic_max", 0),
+        ],
+        compare: |pts| {
+            let sp: Vec<String> = groups(pts)
+                .iter()
+                .filter_map(|g| Some(format!("{g} {:.2}x", speedup(at(pts, g, "rondo")?, pts)?)))
+                .collect();
+            let p99: Vec<f64> = pts.iter().filter(|p| p.series == "rondo").filter_map(|p| p.get("ood.nic_p99")).collect();
+            vec![format!("Rondo's speedup against ECMP: {} (paper 3.31-3.81x); its OOD p99 {} (paper 0).", sp.join(", "), range(&p99, 0, ""))]
+        },
+        plot: Some(Plot {
+            title: "JCT (us)",
+            x_label: "fat-tree k",
+            value: |p| p.get("jct_us"),
+        }),
+    });
+
     // Fig. 23: parameter sweep.
     let (tus, taus): (&[f64], &[f64]) = if quick {
         (&[0.25, 1.0], &[0.01, 0.5])
@@ -592,7 +632,6 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
     let missing = vec![
         Missing { id: "11", title: "MoE training communication time", why: "the collective workload (ring all-reduce, all-gather, reduce-scatter and all-to-all phases with dependencies) is not built yet" },
         Missing { id: "18", title: "convergence as flows join and leave", why: "a time series: run `rondo sim --builtin fig18 --trace` (Rondo only; its figure test is sim/tests/figures.rs)" },
-        Missing { id: "22", title: "fat-tree all-to-all scalability (k = 10-16)", why: "not built yet" },
         Missing { id: "24", title: "ConnectX-7 READ and WRITE throughput against OOD", why: "the simulator has no READ operation yet (rc-sr's 16-READ limit is only a constant)" },
         Missing { id: "26", title: "comparison with EQDS", why: "EQDS is not implemented" },
         Missing { id: "27", title: "reaction to bandwidth changes", why: "a time series: not built as a comparison yet" },
