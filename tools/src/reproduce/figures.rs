@@ -6,6 +6,7 @@ use super::{grid, transports, Column, Figure, Missing, Plot, Point, Source, Vari
 const WEBSEARCH: &str = include_str!("../../../sim/scenarios/websearch-load.toml");
 const HADOOP: &str = include_str!("../../../sim/scenarios/hadoop-load.toml");
 const FIG22: &str = include_str!("../../../sim/scenarios/fig22-fattree-alltoall.toml");
+const FIG27: &str = include_str!("../../../sim/scenarios/fig27-rate-change.toml");
 const FIG25: &str = include_str!("../../../sim/scenarios/fig25-rtt-fairness.toml");
 
 /// The fabric baselines of §6.2 (RRPS is left out there, as in the paper).
@@ -629,12 +630,33 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         plot: None,
     });
 
+    // Fig. 27: a bandwidth drop and recovery.
+    figs.push(Figure {
+        id: "27",
+        title: "A bottleneck's rate drops to a quarter and recovers",
+        paper: "With 4 long flows, a queue builds when the bandwidth drops, ARCC estimates the new capacity and drains it without underusing the link; when the bandwidth recovers, capacity probing ramps up at once without overshoot (App. F).",
+        setup: format!("`sim/scenarios/fig27-rate-change.toml`: four long flows from another pod into host 0 of the 320-host Clos, whose downlink goes from 100 to 25 Gb/s at 500 us and back at 1000 us; utilization against the time-weighted ideal; {st}."),
+        runs: grid(&Source::File("fig27-rate-change.toml", FIG27, "drop and recovery"), &transports(FABRIC), None, seeds)?,
+        columns: vec![
+            Column::key("utilization", "utilization", 3),
+            Column::key("max queue KB", "queue.max_port_kb", 0),
+            Column::key("Jain", "fairness_jain", 3),
+            Column::key("OOD max", "ood.nic_max", 0),
+        ],
+        compare: |pts| {
+            pts.iter()
+                .filter(|p| p.series == "rondo")
+                .filter_map(|p| Some(format!("Rondo: utilization {:.3} over the drop and the recovery, largest queue {:.0} KB (paper: no underuse, no overshoot).", p.get("utilization")?, p.get("queue.max_port_kb")?)))
+                .collect()
+        },
+        plot: None,
+    });
+
     let missing = vec![
         Missing { id: "11", title: "MoE training communication time", why: "the collective workload (ring all-reduce, all-gather, reduce-scatter and all-to-all phases with dependencies) is not built yet" },
         Missing { id: "18", title: "convergence as flows join and leave", why: "a time series: run `rondo sim --builtin fig18 --trace` (Rondo only; its figure test is sim/tests/figures.rs)" },
         Missing { id: "24", title: "ConnectX-7 READ and WRITE throughput against OOD", why: "the simulator has no READ operation yet (rc-sr's 16-READ limit is only a constant)" },
         Missing { id: "26", title: "comparison with EQDS", why: "EQDS is not implemented" },
-        Missing { id: "27", title: "reaction to bandwidth changes", why: "a time series: not built as a comparison yet" },
     ];
     Ok((figs, missing))
 }
