@@ -35,7 +35,9 @@ pub use cdf::{CdfError, FlowSizeCdf, HADOOP, WEB_SEARCH};
 pub use check::MTU_RANGE;
 pub use error::ScenarioError;
 pub use load::{load, parse, Override};
-pub use report::{Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats};
+pub use report::{
+    Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats, WorkloadResult,
+};
 pub use run::{build, link_name, run, Outcome, RunOptions};
 pub use schema::{
     AllToAllSpec, BackgroundSpec, BaseRttSpec, CdfName, Clos3Spec, EventAction, EventSpec,

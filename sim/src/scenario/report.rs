@@ -50,6 +50,8 @@ pub struct Report {
     /// Goodput of each long-lived flow over its time in the measured span, Gbit/s,
     /// in workload order (empty without long-lived flows).
     pub long_flow_goodput_gbps: Vec<f64>,
+    /// Each `[[workload]]` table's flows, goodput and JCT, in file order.
+    pub workloads: Vec<WorkloadResult>,
     /// How the simulation ran.
     pub sim: SimStats,
     /// Why the run ended: `done`, `deadline` or `idle`.
@@ -58,6 +60,22 @@ pub struct Report {
     pub simulated_us: f64,
     /// Measured span (from warm-up to the end), us.
     pub measured_us: f64,
+}
+
+/// The result of one workload table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WorkloadResult {
+    /// Its `kind` (`incast`, `background`, ...).
+    pub kind: String,
+    /// Flows it made.
+    pub flows: u64,
+    /// Its finite flows that completed.
+    pub flows_completed: u64,
+    /// Payload its flows delivered in order over the measured span, Gbit/s.
+    pub goodput_gbps: f64,
+    /// From its first finite flow's start to its last one's completion, us
+    /// (`null` without finite flows or when one did not complete).
+    pub jct_us: Option<f64>,
 }
 
 /// A NIC-level distribution.

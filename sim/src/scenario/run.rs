@@ -2,15 +2,15 @@
 
 use super::error::ScenarioError;
 use super::report::{
-    Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats,
+    Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats, WorkloadResult,
 };
 use super::schema::{
     BaseRttSpec, EventAction, RoutingSpec, Scenario, SwitchSpec, TopologySpec, TransportKind,
 };
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
-    FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, Progress, Routing, RunEnd,
-    SimConfig, Simulator, SwitchConfig, Topology, Trace,
+    FlowResult, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, Progress, Routing,
+    RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
 };
 use rondo_proto::time::{Duration, Instant};
 
@@ -396,24 +396,46 @@ fn ideal_fct_us(scenario: &Scenario, sim: &Simulator, src: usize, dst: usize, by
     serialise_us(wire) + propagation_us + (hops - 1.0) * serialise_us(mtu)
 }
 
+/// Time from the first flow's start to the last one's completion, us (`None`
+/// without flows, or when one did not complete).
+fn jct(finite: &[&FlowResult]) -> Option<f64> {
+    if finite.is_empty() || finite.iter().any(|f| f.finish.is_none()) {
+        return None;
+    }
+    let us = |t: Instant| t.as_ps() as f64 / 1e6;
+    let first = finite.iter().map(|f| f.start).min()?;
+    let last = finite.iter().filter_map(|f| f.finish).max()?;
+    Some(us(last) - us(first))
+}
+
 fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s: f64) -> Report {
     let finite: Vec<_> = m.flows.iter().filter(|f| f.bytes.is_some()).collect();
+    let jct_us = jct(&finite);
     let us = |t: Instant| t.as_ps() as f64 / 1e6;
-    let jct_us = if finite.is_empty() || finite.iter().any(|f| f.finish.is_none()) {
-        None
-    } else {
-        let first = finite
-            .iter()
-            .map(|f| f.start)
-            .min()
-            .unwrap_or(Instant::ZERO);
-        let last = finite
-            .iter()
-            .filter_map(|f| f.finish)
-            .max()
-            .unwrap_or(first);
-        Some(us(last) - us(first))
-    };
+    let secs = m.window.as_secs_f64();
+    let workloads = scenario
+        .workload
+        .0
+        .iter()
+        .enumerate()
+        .map(|(i, w)| {
+            let mine: Vec<&FlowResult> = m.flows.iter().filter(|f| f.group as usize == i).collect();
+            let finite: Vec<&FlowResult> =
+                mine.iter().copied().filter(|f| f.bytes.is_some()).collect();
+            let bytes: u64 = mine.iter().map(|f| f.delivered_in_window).sum();
+            WorkloadResult {
+                kind: w.kind().to_owned(),
+                flows: mine.len() as u64,
+                flows_completed: finite.iter().filter(|f| f.finish.is_some()).count() as u64,
+                goodput_gbps: if secs > 0.0 {
+                    bytes as f64 * 8.0 / secs / 1e9
+                } else {
+                    0.0
+                },
+                jct_us: jct(&finite),
+            }
+        })
+        .collect();
     let mut fcts = Vec::new();
     let mut slowdowns = Vec::new();
     for f in &finite {
@@ -476,6 +498,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
         },
         fairness_jain: m.fairness_jain,
         long_flow_goodput_gbps: m.long_flow_gbps.clone(),
+        workloads,
         sim: SimStats {
             events: m.events,
             wall_s,

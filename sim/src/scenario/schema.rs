@@ -407,6 +407,20 @@ pub enum WorkloadSpec {
     Background(BackgroundSpec),
 }
 
+impl WorkloadSpec {
+    /// The table's `kind`, as the file writes it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            WorkloadSpec::LongFlows(_) => "long_flows",
+            WorkloadSpec::Incast(_) => "incast",
+            WorkloadSpec::Permutation(_) => "permutation",
+            WorkloadSpec::AllToAll(_) => "all_to_all",
+            WorkloadSpec::Poisson(_) => "poisson",
+            WorkloadSpec::Background(_) => "background",
+        }
+    }
+}
+
 /// `kind = "long_flows"`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

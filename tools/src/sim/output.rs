@@ -154,6 +154,42 @@ pub fn table_text(
             );
         }
     }
+    // Goodput per workload table, where a run has several (incast with
+    // background flows, say): consecutive tables of one kind are summed.
+    for r in reports.iter().filter(|r| r.workloads.len() > 1) {
+        let mut w = Table::new(&["workload", "tables", "flows", "completed", "goodput", "JCT"]);
+        let mut i = 0;
+        while i < r.workloads.len() {
+            let kind = &r.workloads[i].kind;
+            let run: Vec<_> = r.workloads[i..]
+                .iter()
+                .take_while(|x| &x.kind == kind)
+                .collect();
+            let jct = if run.len() == 1 { run[0].jct_us } else { None };
+            w.row(vec![
+                kind.clone(),
+                run.len().to_string(),
+                run.iter().map(|x| x.flows).sum::<u64>().to_string(),
+                run.iter()
+                    .map(|x| x.flows_completed)
+                    .sum::<u64>()
+                    .to_string(),
+                format!(
+                    "{:.2} Gb/s",
+                    run.iter().map(|x| x.goodput_gbps).sum::<f64>()
+                ),
+                jct.map_or_else(|| "-".to_owned(), |j| format!("{j:.1} us")),
+            ]);
+            i += run.len();
+        }
+        let _ = write!(
+            out,
+            "
+per workload table of {}:
+{w}",
+            r.scenario
+        );
+    }
     let events: u64 = reports.iter().map(|r| r.sim.events).sum();
     let wall: f64 = reports.iter().map(|r| r.sim.wall_s).sum();
     let _ = writeln!(
