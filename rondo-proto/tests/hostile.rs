@@ -311,3 +311,55 @@ fn a_black_holed_path_goes_down_when_only_the_timer_finds_its_losses() {
         "the transfer finished"
     );
 }
+
+/// Row 5: cumulative ACKs forged from a real one while the receiver gets
+/// nothing (every path black-holed): the forged cumulative ACK covers PSNs that
+/// were sent, but lies past the highest PSN its own ACK reports, which no real
+/// receiver's does. The sender ignores it (counted) and never reports the
+/// message complete.
+#[test]
+fn forged_cumulative_acks_never_complete_a_send() {
+    let mut net = Net::new(&config());
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(20_000))
+        .unwrap();
+    net.run_until(Instant::from_us(500));
+    assert!(net.completed(1));
+    let (_, real_ack) = net
+        .sent_by_b
+        .iter()
+        .rev()
+        .find(|(_, d)| matches!(parse(d).body, Body::Ack(_)))
+        .cloned()
+        .expect("b acknowledged something");
+    net.black_holed.extend(0..PATHS);
+    net.a.post(net.ha, net.now, 2, message(4_000)).unwrap();
+    net.run_until(net.now + Duration::from_us(2));
+    let sent_before = net.sent_by_a.len();
+    assert!(sent_before > 0);
+    let mut forged = parse(&real_ack);
+    let Body::Ack(mut fb) = forged.body else {
+        unreachable!()
+    };
+    let first = fb.cum_ack;
+    for k in 1..=16 {
+        fb.cum_ack = Psn(first.0.wrapping_add(k));
+        forged.body = Body::Ack(fb);
+        net.inject(false, 0, forged.to_datagram(&[], TOKEN).unwrap());
+    }
+    net.run_until(net.now + Duration::from_ms(5));
+    assert!(
+        !net.completed(2),
+        "a forged cumulative ACK completed a message nobody received"
+    );
+    assert!(!net.delivered(2));
+    let stats = net.a.connection(net.ha).sender_stats();
+    // Those past anything sent are refused whole, as before; the others lose
+    // their cumulative ACK.
+    assert!(stats.rejected_cum_acks > 0, "{stats:?}");
+    assert_eq!(
+        stats.rejected_cum_acks + stats.bad_feedback,
+        16,
+        "{stats:?}"
+    );
+}
