@@ -34,6 +34,11 @@ pub(crate) struct Request {
     pub len: u64,
     /// Handed to the engine (cleared when an RNR NAK makes it go again).
     pub sent: bool,
+    /// The engine message that carries it (set when it is sent).
+    pub msg_id: u64,
+    /// The engine reported that message delivered (every packet acknowledged):
+    /// only then can the responder's ACK be true.
+    pub delivered: bool,
     pub rnr_count: u8,
     /// Failed a local check at post time; completes with this when it reaches the front.
     pub local_error: Option<WcStatus>,
@@ -57,6 +62,9 @@ pub(crate) struct QpSlot {
     /// (they go in order, so the sent ones are a prefix).
     pub sent: usize,
     pub rnr_until: Option<Instant>,
+    /// Highest request id the responder acknowledged (its ACKs are cumulative);
+    /// a request completes when it is acknowledged and its message delivered.
+    pub acked_upto: Option<u64>,
     // Responder.
     /// Sequence, receives and verdicts, shared with the connection's placement.
     pub rx: Arc<Mutex<RxState>>,
@@ -223,6 +231,7 @@ impl VerbsHost {
                 outstanding: VecDeque::new(),
                 sent: 0,
                 rnr_until: None,
+                acked_upto: None,
                 rx: Arc::new(Mutex::new(RxState::new(pd))),
                 ack_pending: None,
                 stats: QpStats::default(),
@@ -387,6 +396,7 @@ impl VerbsHost {
             while let Some(ev) = self.endpoint.poll_event(h) {
                 match ev {
                     Event::Received { msg_id, data } => self.on_message(now, qpn, msg_id, &data),
+                    Event::SendComplete { msg_id } => self.on_delivered(qpn, msg_id),
                     Event::Error(_) if self.qp_state(qpn) != QpState::Error => {
                         self.fail_qp(qpn, Some(WcStatus::RetryExcErr));
                     }
