@@ -363,3 +363,70 @@ fn forged_cumulative_acks_never_complete_a_send() {
         "{stats:?}"
     );
 }
+
+/// The first `n` DATA datagrams on the wire towards `b`, by PSN: (key, path,
+/// datagram).
+fn data_in_flight(net: &Net, n: usize) -> Vec<((Instant, u64), u16, Vec<u8>)> {
+    let mut data: Vec<_> = net
+        .wire
+        .iter()
+        .filter(|(_, (to_b, _, d))| *to_b && matches!(parse(d).body, Body::Data(_)))
+        .map(|(k, (_, path, d))| (*k, *path, d.clone()))
+        .collect();
+    data.sort_by_key(|(_, _, d)| parse(d).common.psn.0);
+    data.truncate(n);
+    data
+}
+
+/// `d` with its message offset moved by one packet's payload.
+fn with_wrong_offset(d: &[u8]) -> Vec<u8> {
+    let (mut repr, payload) = wire::parse(d).unwrap();
+    let Body::Data(mut data) = repr.body else {
+        unreachable!()
+    };
+    data.offset += config().payload_per_packet() as u64;
+    repr.body = Body::Data(data);
+    repr.to_datagram(payload, TOKEN).unwrap()
+}
+
+/// Row 7: a DATA forged from the second packet of a message, with its offset
+/// moved, arrives at the receiver's expected PSN just before the real one. It
+/// used to be taken (and acknowledged), the message dropped as inconsistent and
+/// the sender told it was delivered; now it is dropped unacknowledged and the
+/// real packet takes its place.
+#[test]
+fn data_at_the_expected_psn_with_a_wrong_offset_costs_nothing() {
+    let mut net = Net::new(&config());
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(100_000))
+        .unwrap();
+    // Until two DATA are in flight (paths of equal delay deliver in PSN order,
+    // so the first of them is the receiver's expected PSN when it arrives).
+    let mut t = Instant::ZERO;
+    let first_two = loop {
+        net.run_until(t);
+        let d = data_in_flight(&net, 2);
+        if d.len() == 2 {
+            break d;
+        }
+        t += Duration::from_ns(100);
+    };
+    let [(k0, _, first), (k1, path, real)] = &first_two[..] else {
+        unreachable!()
+    };
+    assert!(k0 < k1, "the first PSN arrives first");
+    assert_eq!(parse(first).common.psn.next(), parse(real).common.psn);
+    // The real second packet arrives 1 ns late; the forgery in its place.
+    let (k1, path, real) = (*k1, *path, real.clone());
+    net.wire.remove(&k1);
+    net.wire.insert(
+        (k1.0 + Duration::from_ns(1), k1.1),
+        (true, path, real.clone()),
+    );
+    net.wire.insert(k1, (true, path, with_wrong_offset(&real)));
+    net.run_until(Instant::from_us(20_000));
+    assert!(net.completed(1), "the transfer finished");
+    assert!(net.delivered(1), "and the receiver got the message");
+    assert!(!net.b.connection(net.hb).is_failed());
+    assert_eq!(net.b.connection(net.hb).receiver_stats().inconsistent, 1);
+}
