@@ -65,6 +65,10 @@ pub(crate) struct QpSlot {
     /// Highest request id the responder acknowledged (its ACKs are cumulative);
     /// a request completes when it is acknowledged and its message delivered.
     pub acked_upto: Option<u64>,
+    /// When the oldest sent request times out without an answer (local ACK
+    /// timeout), and the timeouts so far.
+    pub ack_deadline: Option<Instant>,
+    pub timeouts: u8,
     // Responder.
     /// Sequence, receives and verdicts, shared with the connection's placement.
     pub rx: Arc<Mutex<RxState>>,
@@ -232,6 +236,8 @@ impl VerbsHost {
                 sent: 0,
                 rnr_until: None,
                 acked_upto: None,
+                ack_deadline: None,
+                timeouts: 0,
                 rx: Arc::new(Mutex::new(RxState::new(pd))),
                 ack_pending: None,
                 stats: QpStats::default(),
@@ -368,6 +374,7 @@ impl VerbsHost {
         };
         slot.state = QpState::Error;
         slot.rnr_until = None;
+        slot.ack_deadline = None;
         let mut status = front;
         slot.sent = 0;
         while let Some(r) = slot.outstanding.pop_front() {
@@ -442,6 +449,51 @@ impl VerbsHost {
         }
     }
 
+    /// Restarts the local ACK timer of `qpn` after an answer (or a first send):
+    /// running while a sent request waits for its answer.
+    pub(crate) fn restart_ack_timer(&mut self, now: Instant, qpn: u32, progress: bool) {
+        let Some(s) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        if progress {
+            s.timeouts = 0;
+        }
+        s.ack_deadline = match s.attr.ack_timeout() {
+            Some(t) if s.sent > 0 && s.state == QpState::Rts => {
+                if progress || s.ack_deadline.is_none() {
+                    Some(now + t)
+                } else {
+                    s.ack_deadline
+                }
+            }
+            _ => None,
+        };
+    }
+
+    /// Runs local ACK timers that are due: one more timeout, or after `retry_cnt`
+    /// of them the oldest request fails with `RetryExcErr` and the QP goes to error.
+    fn ack_timers(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .qps
+            .values()
+            .filter(|s| s.ack_deadline.is_some_and(|t| t <= now))
+            .map(|s| s.qpn)
+            .collect();
+        for qpn in due {
+            let Some(s) = self.qps.get_mut(&qpn) else {
+                continue;
+            };
+            s.ack_deadline = None;
+            s.stats.ack_timeouts += 1;
+            if s.timeouts >= s.attr.retry_cnt {
+                self.fail_qp(qpn, Some(WcStatus::RetryExcErr));
+            } else {
+                s.timeouts += 1;
+                self.restart_ack_timer(now, qpn, false);
+            }
+        }
+    }
+
     /// Runs RNR retry timers that are due.
     fn rnr_timers(&mut self, now: Instant) {
         let due: Vec<u32> = self
@@ -469,6 +521,7 @@ impl Host for VerbsHost {
     fn handle_timeout(&mut self, now: Instant) {
         self.endpoint.handle_timeout(now);
         self.rnr_timers(now);
+        self.ack_timers(now);
         self.process_events(now);
     }
 
@@ -491,7 +544,12 @@ impl Host for VerbsHost {
         if !self.acks_due.is_empty() {
             return Some(Instant::ZERO);
         }
-        let rnr = self.qps.values().filter_map(|s| s.rnr_until).min();
+        let rnr = self
+            .qps
+            .values()
+            .filter_map(|s| s.rnr_until)
+            .chain(self.qps.values().filter_map(|s| s.ack_deadline))
+            .min();
         match (self.endpoint.poll_timeout(), rnr) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

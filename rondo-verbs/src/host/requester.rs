@@ -206,6 +206,7 @@ impl VerbsHost {
             r.delivered = false;
             slot.sent += 1;
             slot.stats.requests_sent += 1;
+            self.restart_ack_timer(now, qpn, false);
         }
     }
 
@@ -239,6 +240,9 @@ impl VerbsHost {
             slot.stats.bad_messages += 1;
             return;
         }
+        // An answer from the responder: the local ACK timer starts again.
+        slot.timeouts = 0;
+        slot.ack_deadline = None;
         match h.status {
             AckStatus::Ok if cumulative => {
                 if slot.outstanding[0].wr.opcode == Opcode::RdmaRead {
@@ -249,10 +253,12 @@ impl VerbsHost {
                 slot.acked_upto = Some(slot.acked_upto.map_or(h.req_id, |a| a.max(h.req_id)));
                 self.complete_acked(qpn, false);
                 self.pump(now, qpn);
+                self.restart_ack_timer(now, qpn, true);
             }
             AckStatus::Ok => {
                 self.complete_front(qpn, h, payload);
                 self.pump(now, qpn);
+                self.restart_ack_timer(now, qpn, true);
             }
             AckStatus::Rnr => {
                 let r = &mut slot.outstanding[0];
