@@ -405,6 +405,13 @@ pub struct QpStats {
     /// Local ACK timeouts: the oldest request waited `QpInitAttr::timeout` for
     /// an answer (after `retry_cnt` in a row it fails with `RetryExcErr`).
     pub ack_timeouts: u64,
+    /// Data packets received again (duplicates: retransmissions that crossed,
+    /// or replayed datagrams), answered and dropped by the engine.
+    pub duplicates_received: u64,
+    /// Engine ACKs and NAKs refused or partly ignored as impossible (forged,
+    /// replayed or corrupt): referring to nothing sent, a probe ACK for no
+    /// outstanding probe, a highest PSN or a cumulative ACK past what was sent.
+    pub rejected_acks: u64,
 }
 
 /// Counters of a context's datagram input: what was dropped before any QP saw it.

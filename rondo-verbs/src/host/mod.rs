@@ -313,6 +313,11 @@ impl VerbsHost {
             s.placed_in_order = rx.placed_in_order;
             s.placed_in_place = rx.placed_in_place;
             s.placed_repaired = rx.placed_repaired;
+            s.duplicates_received = rx.duplicates;
+            s.rejected_acks = tx.bad_feedback
+                + tx.unexpected_probe_acks
+                + tx.implausible_highest
+                + tx.rejected_cum_acks;
         }
         s.bytes_placed_direct = lock(&slot.rx).bytes_direct;
         s
