@@ -4,12 +4,15 @@
 //! path, on two endpoints joined by a small fixed-delay network, and checks that the
 //! connection neither stalls nor believes what it was fed.
 
+use proptest::prelude::*;
 use rondo_proto::wire::{self, Body, Repr};
 use rondo_proto::{
     BufferConfig, ConnectionHandle, Duration, Endpoint, Event, FlowConfig, Host, Instant,
     PathStatus, Psn, SharedBuffer,
 };
 use std::collections::BTreeMap;
+
+mod common;
 
 const TOKEN: Option<u64> = Some(0x5eed);
 const PATHS: u16 = 4;
@@ -429,4 +432,124 @@ fn data_at_the_expected_psn_with_a_wrong_offset_costs_nothing() {
     assert!(net.delivered(1), "and the receiver got the message");
     assert!(!net.b.connection(net.hb).is_failed());
     assert_eq!(net.b.connection(net.hb).receiver_stats().inconsistent, 1);
+}
+
+/// What the stall property does with one captured datagram.
+#[derive(Clone, Copy, Debug)]
+enum Forgery {
+    /// Replayed as it was.
+    Replay,
+    /// Its PSN (DATA) or acknowledged PSN (ACK, NAK) moved by this much.
+    ShiftPsn(i32),
+    /// DATA: its message offset moved; ACK/NAK: its cumulative ACK moved.
+    ShiftOffset(i32),
+}
+
+fn forgery() -> impl Strategy<Value = Forgery> {
+    prop_oneof![
+        Just(Forgery::Replay),
+        (-64i32..200_000).prop_map(Forgery::ShiftPsn),
+        (-5_000i32..5_000).prop_map(Forgery::ShiftOffset),
+    ]
+}
+
+fn forge(d: &[u8], f: Forgery) -> Vec<u8> {
+    let (mut repr, payload) = wire::parse(d).unwrap();
+    let shift = |p: Psn, k: i32| Psn(p.0.wrapping_add(k as u32));
+    match (f, &mut repr.body) {
+        (Forgery::Replay, _) => return d.to_vec(),
+        (Forgery::ShiftPsn(k), Body::Data(_) | Body::Probe(_)) => {
+            repr.common.psn = shift(repr.common.psn, k)
+        }
+        (Forgery::ShiftPsn(k), Body::Ack(fb) | Body::Nak(fb, _)) => {
+            fb.acked_psn = shift(fb.acked_psn, k)
+        }
+        (Forgery::ShiftOffset(k), Body::Data(data)) => {
+            data.offset = data.offset.wrapping_add(k as i64 as u64)
+        }
+        (Forgery::ShiftOffset(k), Body::Ack(fb) | Body::Nak(fb, _)) => {
+            fb.cum_ack = shift(fb.cum_ack, k)
+        }
+        (Forgery::ShiftOffset(_), Body::Probe(_)) => {}
+    }
+    // A forgery the wire format cannot carry (an offset past the message) is
+    // replayed as it was.
+    repr.to_datagram(payload, TOKEN)
+        .unwrap_or_else(|_| d.to_vec())
+}
+
+proptest! {
+    #![proptest_config(common::proptest_config(24))]
+
+    /// Rows 2 and 7 (stalls): datagrams captured from a real transfer, replayed
+    /// or forged (PSN, offset or cumulative ACK moved) into both sides during the
+    /// transfer. Within bounded
+    /// simulated time the transfer completes, or a side fails with an error
+    /// event: it never just hangs.
+    #[test]
+    fn forged_and_replayed_datagrams_never_stall_a_transfer(
+        forgeries in prop::collection::vec((any::<prop::sample::Index>(), forgery(), 0u64..2_000), 1..48),
+    ) {
+        let mut net = Net::new(&config());
+        net.a.post(net.ha, Instant::ZERO, 1, message(300_000)).unwrap();
+        net.run_until(Instant::from_us(100));
+        let captured: Vec<(bool, u16, Vec<u8>)> = net
+            .sent_by_a
+            .iter()
+            .map(|(p, d)| (true, *p, d.clone()))
+            .chain(net.sent_by_b.iter().map(|(p, d)| (false, *p, d.clone())))
+            .collect();
+        let mut plan: Vec<(u64, bool, u16, Vec<u8>)> = forgeries
+            .iter()
+            .map(|(i, f, at)| {
+                let (to_b, path, d) = &captured[i.index(captured.len())];
+                (*at, *to_b, *path, forge(d, *f))
+            })
+            .collect();
+        plan.sort_by_key(|p| p.0);
+        for (at, to_b, path, d) in plan {
+            net.run_until(Instant::from_us(100 + at));
+            net.inject(to_b, path, d);
+        }
+        net.run_until(Instant::from_us(400_000));
+        let failed = net.events_a.iter().chain(&net.events_b).any(|e| matches!(e, Event::Error(_)));
+        prop_assert!(
+            (net.completed(1) && net.delivered(1)) || failed,
+            "stalled: completed {}, delivered {}; sender {:?}",
+            net.completed(1),
+            net.delivered(1),
+            net.a.connection(net.ha).sender_stats()
+        );
+    }
+}
+
+/// Row 2: every datagram of the first 100 us of a transfer, both directions,
+/// replayed over and over, one every 50 ns (20 M/s) for 2 ms: the transfer still
+/// completes.
+#[test]
+fn replay_at_a_high_rate_does_not_stall_the_transfer() {
+    let mut net = Net::new(&config());
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(1_000_000))
+        .unwrap();
+    net.run_until(Instant::from_us(100));
+    let captured: Vec<(bool, u16, Vec<u8>)> = net
+        .sent_by_a
+        .iter()
+        .map(|(p, d)| (true, *p, d.clone()))
+        .chain(net.sent_by_b.iter().map(|(p, d)| (false, *p, d.clone())))
+        .collect();
+    let mut t = net.now;
+    for (to_b, path, d) in captured.iter().cycle().take(40_000) {
+        t += Duration::from_ns(50);
+        net.run_until(t);
+        net.inject(*to_b, *path, d.clone());
+    }
+    net.run_until(Instant::from_us(200_000));
+    let stats = net.a.connection(net.ha).sender_stats();
+    assert!(
+        net.completed(1) && net.delivered(1),
+        "stalled under replay: {stats:?}"
+    );
+    assert!(!net.a.connection(net.ha).is_failed());
 }
