@@ -2,7 +2,7 @@
 //! [`Arena`], shared by all flows, with OOD and RBO accounting (DESIGN.md, Metrics).
 
 use crate::{HugePages, Psn, ReorderError, SlotMemory};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
 
 /// How a [`ReorderBuffer`] is sized.
@@ -32,6 +32,10 @@ impl Default for BufferConfig {
         }
     }
 }
+
+/// Least number of distances a flow's ring of held packets covers, however few
+/// slots the buffer has.
+const MIN_RING: usize = 256;
 
 /// Names a flow of a [`ReorderBuffer`]; ids are not reused after
 /// [`ReorderBuffer::remove_flow`] (until the 32-bit counter wraps).
@@ -134,13 +138,20 @@ struct Flow<M> {
     expected: Psn,
     /// Highest PSN seen by an InOrder, Buffered or Full arrival.
     highest: Option<Psn>,
-    /// `held[i]` is PSN `expected + i`; empty, or its last entry is occupied.
+    /// `held[i]` is PSN `expected + i`, for `i` below the buffer's `ring_len`;
+    /// empty, or its last entry is occupied.
     held: VecDeque<Option<Held<M>>>,
+    /// Packets held further ahead, by position (`advanced` + distance from
+    /// `expected`): what a far-ahead PSN costs is one entry, not a ring reaching
+    /// out to it (a forged PSN 2^20 ahead used to cost 48 MiB).
+    far: BTreeMap<u64, Held<M>>,
+    /// PSNs `expected` has advanced by since the flow started.
+    advanced: u64,
     rbo: u32,
     stats: FlowStats,
 }
 
-impl<M> Flow<M> {
+impl<M: Copy> Flow<M> {
     fn ood(&self) -> u32 {
         self.highest
             .map_or(0, |h| h.diff(self.expected).max(0) as u32)
@@ -148,6 +159,24 @@ impl<M> Flow<M> {
 
     fn holds(&self, offset: usize) -> bool {
         matches!(self.held.get(offset), Some(Some(_)))
+            || (!self.far.is_empty() && self.far.contains_key(&(self.advanced + offset as u64)))
+    }
+
+    /// `expected` moved on by one (entry 0 of `held` is gone): the packet held
+    /// far ahead that is now `ring_len - 1` ahead moves into the ring.
+    fn advance(&mut self, ring_len: usize) {
+        self.advanced += 1;
+        while let Some(e) = self.far.first_entry() {
+            let offset = (*e.key() - self.advanced) as usize;
+            if offset >= ring_len {
+                break;
+            }
+            let h = e.remove();
+            if self.held.len() <= offset {
+                self.held.resize(offset + 1, None);
+            }
+            self.held[offset] = Some(h);
+        }
     }
 }
 
@@ -190,8 +219,11 @@ impl std::hash::Hasher for FlowIdHasher {
 /// The in-order reorder buffer of one receiving NIC, shared by all its flows.
 ///
 /// Slots of `slot_size` bytes are carved from one [`SlotMemory`]; each flow keeps a ring of
-/// held packets indexed by `psn - expected`, grown on demand up to `max_distance` and
-/// reused afterwards, so steady-state arrivals allocate nothing. `M` is the small
+/// held packets indexed by `psn - expected`, grown on demand up to the buffer's slot
+/// count (at least 256) and reused afterwards, so steady-state arrivals
+/// allocate nothing; packets held further ahead (up to `max_distance`) are kept by
+/// position in a map, so that a flow's bookkeeping is bounded by the slots it holds,
+/// not by how far ahead a PSN claims to be. `M` is the small
 /// per-packet metadata the caller gets back with each payload.
 pub struct ReorderBuffer<M: Copy> {
     memory: Box<dyn SlotMemory>,
@@ -200,6 +232,8 @@ pub struct ReorderBuffer<M: Copy> {
     free: Vec<usize>,
     peak_used: usize,
     max_distance: u32,
+    /// Distances from `expected` that a flow's ring covers.
+    ring_len: usize,
     flows: HashMap<FlowId, Flow<M>, FlowIdHash>,
     next_flow: u32,
     nic_ood: u64,
@@ -239,13 +273,15 @@ impl<M: Copy> ReorderBuffer<M> {
             return Err(ReorderError::MemoryTooSmall { len, need });
         }
         let capacity = cfg.capacity_bytes / cfg.slot_size;
+        let max_distance = cfg.max_distance.clamp(1, i32::MAX as u32);
         Ok(ReorderBuffer {
             memory,
             slot_size: cfg.slot_size,
             capacity,
             free: (0..capacity).rev().collect(),
             peak_used: 0,
-            max_distance: cfg.max_distance.clamp(1, i32::MAX as u32),
+            max_distance,
+            ring_len: capacity.max(MIN_RING).min(max_distance as usize),
             flows: HashMap::default(),
             next_flow: 0,
             nic_ood: 0,
@@ -282,6 +318,8 @@ impl<M: Copy> ReorderBuffer<M> {
             expected: first_expected,
             highest: None,
             held: VecDeque::new(),
+            far: BTreeMap::new(),
+            advanced: 0,
             rbo: 0,
             stats: FlowStats::default(),
         };
@@ -294,6 +332,7 @@ impl<M: Copy> ReorderBuffer<M> {
         if let Some(f) = self.flows.remove(&flow) {
             self.nic_ood -= u64::from(f.ood());
             self.free.extend(f.held.iter().flatten().map(|h| h.slot));
+            self.free.extend(f.far.values().map(|h| h.slot));
         }
     }
 
@@ -354,19 +393,25 @@ impl<M: Copy> ReorderBuffer<M> {
         } else if d == 0 {
             f.held.pop_front();
             f.expected = f.expected.next();
+            f.advance(self.ring_len);
             Outcome::InOrder
         } else if let Some(slot) = self.free.pop() {
             let start = slot * self.slot_size;
             self.memory.bytes_mut()[start..start + payload.len()].copy_from_slice(payload);
             let offset = d as usize;
-            if f.held.len() <= offset {
-                f.held.resize(offset + 1, None);
-            }
-            f.held[offset] = Some(Held {
+            let held = Held {
                 slot,
                 len: payload.len(),
                 meta,
-            });
+            };
+            if offset >= self.ring_len {
+                f.far.insert(f.advanced + offset as u64, held);
+            } else {
+                if f.held.len() <= offset {
+                    f.held.resize(offset + 1, None);
+                }
+                f.held[offset] = Some(held);
+            }
             f.rbo += 1;
             self.peak_used = self.peak_used.max(self.capacity - self.free.len());
             Outcome::Buffered
@@ -411,6 +456,7 @@ impl<M: Copy> ReorderBuffer<M> {
         let psn = fl.expected;
         fl.held.pop_front();
         fl.expected = psn.next();
+        fl.advance(self.ring_len);
         fl.rbo -= 1;
         self.nic_ood = self.nic_ood - u64::from(ood_before) + u64::from(fl.ood());
         let start = held.slot * self.slot_size;

@@ -173,4 +173,44 @@ proptest! {
         rx.check_complete(base, n);
         prop_assert!(rx.buf.peak_used_slots() <= slots);
     }
+
+    /// PSNs held more than the buffer's slot count ahead are kept apart from the
+    /// ring (so that one far-ahead PSN costs one entry); they deliver the same.
+    #[test]
+    fn packets_held_beyond_the_ring_deliver_in_order(
+        base in base(),
+        n in 300u32..1200,
+        slots in 256usize..300,
+        picks in prop::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 0..3000),
+    ) {
+        let mut rx = Receiver::new(slots, base);
+        // The network: packets in flight, picked in random order; a dropped one is resent.
+        let mut in_flight: Vec<u32> = (0..n).collect();
+        let mut picks = picks.into_iter();
+        while !in_flight.is_empty() {
+            let (i, duplicate) = match picks.next() {
+                Some((i, dup)) => (i.index(in_flight.len()), dup),
+                None => (0, false), // random choices spent: the lowest PSN goes first
+            };
+            let off = if duplicate { in_flight[i] } else { in_flight.swap_remove(i) };
+            let psn = base.add(off);
+            let expected = rx.buf.expected(rx.flow).unwrap();
+            match rx.arrive(psn) {
+                Outcome::Full => {
+                    prop_assert_ne!(psn, expected, "the expected PSN was refused");
+                    if !duplicate {
+                        in_flight.push(off);
+                    }
+                }
+                Outcome::OutOfWindow => prop_assert!(false, "in-window PSN rejected"),
+                _ => {}
+            }
+            if picks.len() == 0 {
+                in_flight.sort_unstable();
+            }
+            rx.drain();
+        }
+        rx.check_complete(base, n);
+        prop_assert!(rx.buf.peak_used_slots() <= slots);
+    }
 }

@@ -98,6 +98,17 @@ impl Receiver {
         }
     }
 
+    /// Whether a packet at the expected PSN contradicts the message being placed
+    /// (neither its next bytes nor the start of a message): it is dropped
+    /// unacknowledged, so that the PSN stays expected and the real packet, still
+    /// to come, is taken (a forged one then costs nothing).
+    fn contradicts_assembly(&self, meta: &RxMeta) -> bool {
+        self.assembling.as_ref().is_some_and(|a| {
+            meta.offset != 0
+                && (a.msg_id != meta.msg_id || a.msg_len != meta.msg_len || a.placed != meta.offset)
+        })
+    }
+
     fn feedback_repr(
         &self,
         now: Instant,
@@ -207,6 +218,11 @@ impl Receiver {
                 self.place_direct(now, rb, common, meta, bytes, ce, remote);
                 return;
             }
+        }
+        if common.psn == rb.expected(flow).unwrap_or(Psn::ZERO) && self.contradicts_assembly(&meta)
+        {
+            self.stats.inconsistent += 1;
+            return;
         }
         // Under direct placement the reorder buffer does not see what lies ahead.
         let direct_ood = self

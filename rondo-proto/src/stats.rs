@@ -168,6 +168,10 @@ pub struct SenderStats {
     /// corrupt far-ahead DATA at the receiver): the ACK is used, that field is
     /// not.
     pub implausible_highest: u64,
+    /// ACKs whose cumulative ACK covers a PSN never sent, or lies past the highest
+    /// PSN the same ACK reports (a real receiver's never does: it is forged): the
+    /// ACK is used, its cumulative ACK is not.
+    pub rejected_cum_acks: u64,
     /// `poll_transmit` calls refused, sending nothing, because the buffer was
     /// shorter than the flow's `mtu` (a datagram is all or nothing). Anything but 0
     /// is a driver bug: the flow stalls until the driver offers `mtu` bytes.

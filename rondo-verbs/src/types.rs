@@ -283,6 +283,13 @@ pub struct QpInitAttr {
     pub rnr_retry: u8,
     /// Wait before a request refused for lack of a receive is sent again.
     pub rnr_timer: Duration,
+    /// Local ACK timeout, as ibverbs' `timeout`: 4.096 us x 2^`timeout` without
+    /// an answer to the oldest request counts one retry (0: wait forever; values
+    /// above 31 count as 31).
+    pub timeout: u8,
+    /// Timeouts in a row after the first one before the oldest request completes
+    /// with `RetryExcErr` and the QP goes to the error state (ibverbs' `retry_cnt`).
+    pub retry_cnt: u8,
     /// Engine parameters; `paths`, `mtu`, `seed`, `line_rate_bps`, `initial_psn` and the
     /// token are set by the QP.
     pub flow: FlowConfig,
@@ -323,6 +330,13 @@ impl QpInitAttr {
     }
 }
 
+impl QpInitAttr {
+    /// The local ACK timeout, `None` for "forever" (`timeout` 0).
+    pub fn ack_timeout(&self) -> Option<Duration> {
+        (self.timeout != 0).then(|| Duration::from_ns(4096u64 << self.timeout.min(31)))
+    }
+}
+
 impl Default for QpInitAttr {
     fn default() -> Self {
         QpInitAttr {
@@ -333,6 +347,8 @@ impl Default for QpInitAttr {
             mtu: 4096,
             rnr_retry: 7,
             rnr_timer: Duration::from_us(10),
+            timeout: 14,
+            retry_cnt: 7,
             flow: FlowConfig::default(),
         }
     }
@@ -386,6 +402,16 @@ pub struct QpStats {
     pub requests_refused: u64,
     /// Incoming verbs messages that did not parse or matched nothing (dropped).
     pub bad_messages: u64,
+    /// Local ACK timeouts: the oldest request waited `QpInitAttr::timeout` for
+    /// an answer (after `retry_cnt` in a row it fails with `RetryExcErr`).
+    pub ack_timeouts: u64,
+    /// Data packets received again (duplicates: retransmissions that crossed,
+    /// or replayed datagrams), answered and dropped by the engine.
+    pub duplicates_received: u64,
+    /// Engine ACKs and NAKs refused or partly ignored as impossible (forged,
+    /// replayed or corrupt): referring to nothing sent, a probe ACK for no
+    /// outstanding probe, a highest PSN or a cumulative ACK past what was sent.
+    pub rejected_acks: u64,
 }
 
 /// Counters of a context's datagram input: what was dropped before any QP saw it.

@@ -67,11 +67,21 @@ impl Sender {
         // (a forged far-ahead DATA): believing it would declare everything in
         // flight lost, rejecting the ACK for it would stop the connection. The
         // acknowledged PSN itself is known good.
-        let highest = if highest < sent_end {
-            highest
+        let (highest, cum_bound) = if highest < sent_end {
+            (highest, highest + 1)
         } else {
             c.stats.implausible_highest += 1;
-            acked
+            (acked, sent_end)
+        };
+        // A cumulative ACK says the receiver holds every PSN below it in order: it
+        // cannot lie past the highest PSN the same ACK reports (the receiver's
+        // highest is at least its expected PSN - 1), nor cover a PSN never sent. A
+        // forged one would complete messages the receiver never got; it is ignored.
+        let cum = if cum <= cum_bound && c.all_sent(c.una, cum) {
+            cum
+        } else {
+            c.stats.rejected_cum_acks += 1;
+            c.una
         };
         c.paths[path].last_feedback = Some(now);
         let echo = Instant::from_ns(fb.echo_timestamp_ns);
@@ -192,6 +202,15 @@ impl Core {
     fn expand(&self, psn: Psn) -> Option<u64> {
         let abs = self.base as i64 + psn.diff(Psn(self.base as u32)) as i64;
         (abs >= 0).then_some(abs as u64)
+    }
+
+    /// Every PSN of `from..to` was transmitted at least once (those below `base`
+    /// were: they are delivered).
+    fn all_sent(&self, from: u64, to: u64) -> bool {
+        let end = self.base + self.table.len() as u64;
+        to <= end
+            && (from.max(self.base)..to)
+                .all(|psn| self.table[(psn - self.base) as usize].tx_count > 0)
     }
 
     /// Marks one PSN acknowledged; true when it was not before. Only the packet's

@@ -34,6 +34,11 @@ pub(crate) struct Request {
     pub len: u64,
     /// Handed to the engine (cleared when an RNR NAK makes it go again).
     pub sent: bool,
+    /// The engine message that carries it (set when it is sent).
+    pub msg_id: u64,
+    /// The engine reported that message delivered (every packet acknowledged):
+    /// only then can the responder's ACK be true.
+    pub delivered: bool,
     pub rnr_count: u8,
     /// Failed a local check at post time; completes with this when it reaches the front.
     pub local_error: Option<WcStatus>,
@@ -57,6 +62,13 @@ pub(crate) struct QpSlot {
     /// (they go in order, so the sent ones are a prefix).
     pub sent: usize,
     pub rnr_until: Option<Instant>,
+    /// Highest request id the responder acknowledged (its ACKs are cumulative);
+    /// a request completes when it is acknowledged and its message delivered.
+    pub acked_upto: Option<u64>,
+    /// When the oldest sent request times out without an answer (local ACK
+    /// timeout), and the timeouts so far.
+    pub ack_deadline: Option<Instant>,
+    pub timeouts: u8,
     // Responder.
     /// Sequence, receives and verdicts, shared with the connection's placement.
     pub rx: Arc<Mutex<RxState>>,
@@ -223,6 +235,9 @@ impl VerbsHost {
                 outstanding: VecDeque::new(),
                 sent: 0,
                 rnr_until: None,
+                acked_upto: None,
+                ack_deadline: None,
+                timeouts: 0,
                 rx: Arc::new(Mutex::new(RxState::new(pd))),
                 ack_pending: None,
                 stats: QpStats::default(),
@@ -298,6 +313,11 @@ impl VerbsHost {
             s.placed_in_order = rx.placed_in_order;
             s.placed_in_place = rx.placed_in_place;
             s.placed_repaired = rx.placed_repaired;
+            s.duplicates_received = rx.duplicates;
+            s.rejected_acks = tx.bad_feedback
+                + tx.unexpected_probe_acks
+                + tx.implausible_highest
+                + tx.rejected_cum_acks;
         }
         s.bytes_placed_direct = lock(&slot.rx).bytes_direct;
         s
@@ -359,6 +379,7 @@ impl VerbsHost {
         };
         slot.state = QpState::Error;
         slot.rnr_until = None;
+        slot.ack_deadline = None;
         let mut status = front;
         slot.sent = 0;
         while let Some(r) = slot.outstanding.pop_front() {
@@ -387,6 +408,7 @@ impl VerbsHost {
             while let Some(ev) = self.endpoint.poll_event(h) {
                 match ev {
                     Event::Received { msg_id, data } => self.on_message(now, qpn, msg_id, &data),
+                    Event::SendComplete { msg_id } => self.on_delivered(qpn, msg_id),
                     Event::Error(_) if self.qp_state(qpn) != QpState::Error => {
                         self.fail_qp(qpn, Some(WcStatus::RetryExcErr));
                     }
@@ -432,6 +454,51 @@ impl VerbsHost {
         }
     }
 
+    /// Restarts the local ACK timer of `qpn` after an answer (or a first send):
+    /// running while a sent request waits for its answer.
+    pub(crate) fn restart_ack_timer(&mut self, now: Instant, qpn: u32, progress: bool) {
+        let Some(s) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        if progress {
+            s.timeouts = 0;
+        }
+        s.ack_deadline = match s.attr.ack_timeout() {
+            Some(t) if s.sent > 0 && s.state == QpState::Rts => {
+                if progress || s.ack_deadline.is_none() {
+                    Some(now + t)
+                } else {
+                    s.ack_deadline
+                }
+            }
+            _ => None,
+        };
+    }
+
+    /// Runs local ACK timers that are due: one more timeout, or after `retry_cnt`
+    /// of them the oldest request fails with `RetryExcErr` and the QP goes to error.
+    fn ack_timers(&mut self, now: Instant) {
+        let due: Vec<u32> = self
+            .qps
+            .values()
+            .filter(|s| s.ack_deadline.is_some_and(|t| t <= now))
+            .map(|s| s.qpn)
+            .collect();
+        for qpn in due {
+            let Some(s) = self.qps.get_mut(&qpn) else {
+                continue;
+            };
+            s.ack_deadline = None;
+            s.stats.ack_timeouts += 1;
+            if s.timeouts >= s.attr.retry_cnt {
+                self.fail_qp(qpn, Some(WcStatus::RetryExcErr));
+            } else {
+                s.timeouts += 1;
+                self.restart_ack_timer(now, qpn, false);
+            }
+        }
+    }
+
     /// Runs RNR retry timers that are due.
     fn rnr_timers(&mut self, now: Instant) {
         let due: Vec<u32> = self
@@ -459,6 +526,7 @@ impl Host for VerbsHost {
     fn handle_timeout(&mut self, now: Instant) {
         self.endpoint.handle_timeout(now);
         self.rnr_timers(now);
+        self.ack_timers(now);
         self.process_events(now);
     }
 
@@ -481,7 +549,12 @@ impl Host for VerbsHost {
         if !self.acks_due.is_empty() {
             return Some(Instant::ZERO);
         }
-        let rnr = self.qps.values().filter_map(|s| s.rnr_until).min();
+        let rnr = self
+            .qps
+            .values()
+            .filter_map(|s| s.rnr_until)
+            .chain(self.qps.values().filter_map(|s| s.ack_deadline))
+            .min();
         match (self.endpoint.poll_timeout(), rnr) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),

@@ -111,6 +111,8 @@ impl VerbsHost {
             wr,
             len,
             sent: false,
+            msg_id: 0,
+            delivered: false,
             rnr_count: 0,
             local_error,
         });
@@ -198,21 +200,32 @@ impl VerbsHost {
                 return;
             }
             let slot = self.qps.get_mut(&qpn).expect("present");
-            slot.outstanding[i].sent = true;
+            let r = &mut slot.outstanding[i];
+            r.sent = true;
+            r.msg_id = msg_id;
+            r.delivered = false;
             slot.sent += 1;
             slot.stats.requests_sent += 1;
+            self.restart_ack_timer(now, qpn, false);
         }
     }
 
     /// An `Ack` or `ReadResp` arrived. A successful ACK acknowledges every request
     /// up to its id (the responder coalesces them); any other answer is for the
-    /// oldest outstanding request.
+    /// oldest outstanding request. An acknowledged request completes once the
+    /// engine has also delivered its message ([`Self::on_delivered`]): an ACK for
+    /// a request the responder cannot have received (forged) completes nothing.
     pub(crate) fn on_response(&mut self, now: Instant, qpn: u32, h: &Header, payload: &[u8]) {
+        let cumulative = h.op == MsgOp::Ack && h.status == AckStatus::Ok;
+        if !cumulative {
+            // An answer to a later request: the responder had every earlier one,
+            // so those it acknowledged complete now, delivered or not.
+            self.complete_acked(qpn, true);
+        }
         let Some(slot) = self.qps.get_mut(&qpn) else {
             return;
         };
         let front = slot.outstanding.front();
-        let cumulative = h.op == MsgOp::Ack && h.status == AckStatus::Ok;
         let matches = slot.state == QpState::Rts
             && front.is_some_and(|r| {
                 r.sent
@@ -227,24 +240,25 @@ impl VerbsHost {
             slot.stats.bad_messages += 1;
             return;
         }
+        // An answer from the responder: the local ACK timer starts again.
+        slot.timeouts = 0;
+        slot.ack_deadline = None;
         match h.status {
-            AckStatus::Ok => {
-                while let Some(r) = self.qps.get(&qpn).and_then(|s| s.outstanding.front()) {
-                    if r.req_id > h.req_id || !r.sent {
-                        break;
-                    }
-                    if h.op == MsgOp::Ack && r.wr.opcode == Opcode::RdmaRead {
-                        // A READ is answered by its response, never by an ACK.
-                        if let Some(s) = self.qps.get_mut(&qpn) {
-                            s.stats.bad_messages += 1;
-                        }
-                        break;
-                    }
-                    if !self.complete_front(qpn, h, payload) || h.op == MsgOp::ReadResp {
-                        break;
-                    }
+            AckStatus::Ok if cumulative => {
+                if slot.outstanding[0].wr.opcode == Opcode::RdmaRead {
+                    // A READ is answered by its response, never by an ACK.
+                    slot.stats.bad_messages += 1;
+                    return;
                 }
+                slot.acked_upto = Some(slot.acked_upto.map_or(h.req_id, |a| a.max(h.req_id)));
+                self.complete_acked(qpn, false);
                 self.pump(now, qpn);
+                self.restart_ack_timer(now, qpn, true);
+            }
+            AckStatus::Ok => {
+                self.complete_front(qpn, h, payload);
+                self.pump(now, qpn);
+                self.restart_ack_timer(now, qpn, true);
             }
             AckStatus::Rnr => {
                 let r = &mut slot.outstanding[0];
@@ -265,6 +279,51 @@ impl VerbsHost {
             AckStatus::RemAccess => self.fail_qp(qpn, Some(WcStatus::RemAccessErr)),
             AckStatus::RemInvReq => self.fail_qp(qpn, Some(WcStatus::RemInvReq)),
             AckStatus::RemOp => self.fail_qp(qpn, Some(WcStatus::RemOpErr)),
+        }
+    }
+
+    /// The engine delivered message `msg_id`: its request, if acknowledged,
+    /// completes (with those before it).
+    pub(crate) fn on_delivered(&mut self, qpn: u32, msg_id: u64) {
+        let Some(slot) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        let sent = slot.sent;
+        if let Some(r) = slot
+            .outstanding
+            .iter_mut()
+            .take(sent)
+            .find(|r| r.msg_id == msg_id)
+        {
+            r.delivered = true;
+            self.complete_acked(qpn, false);
+        }
+    }
+
+    /// Completes, in order, the front requests the responder acknowledged whose
+    /// messages the engine delivered (all acknowledged ones when `force`).
+    fn complete_acked(&mut self, qpn: u32, force: bool) {
+        let Some(slot) = self.qps.get_mut(&qpn) else {
+            return;
+        };
+        let Some(upto) = slot.acked_upto else {
+            return;
+        };
+        while let Some(r) = slot.outstanding.front() {
+            if r.req_id > upto
+                || !r.sent
+                || !(r.delivered || force)
+                || r.wr.opcode == Opcode::RdmaRead
+            {
+                return;
+            }
+            let r = slot.outstanding.pop_front().expect("checked");
+            slot.sent -= 1;
+            if r.wr.signaled {
+                let mut wc = slot.completion(r.wr.wr_id, WcStatus::Success, wc_opcode(r.wr.opcode));
+                wc.byte_len = r.len;
+                slot.send_cq.push(wc);
+            }
         }
     }
 

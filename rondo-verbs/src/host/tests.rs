@@ -96,3 +96,92 @@ fn acks_coalesce_when_datagrams_arrive_in_batches() {
     assert!((1..=16).contains(&acks), "{acks} ACKs for 32 WRITEs");
     assert_eq!(a.host.qp_stats(a.qpn).bad_messages, 0);
 }
+
+/// Issue 15, row 5: a verbs ACK forged from the responder's real one (its
+/// request id moved on, sent as the next engine message from B) while A's
+/// requests never reach B: it must not complete them as Success.
+#[test]
+fn a_forged_verbs_ack_completes_nothing_the_responder_never_got() {
+    use rondo_proto::wire::{self, Body};
+    let (mut a, mut b) = (side(3), side(4));
+    let token = Some(11);
+    let cfg = FlowConfig {
+        mtu: 4096,
+        token,
+        ..FlowConfig::default()
+    };
+    a.host.connect(Instant::ZERO, a.qpn, b.qpn, &cfg).unwrap();
+    b.host.connect(Instant::ZERO, b.qpn, a.qpn, &cfg).unwrap();
+    let remote = RemoteAddr {
+        addr: b.mr.addr,
+        rkey: b.mr.rkey,
+    };
+    let sge = Sge {
+        addr: a.mr.addr,
+        len: 64,
+        lkey: a.mr.lkey,
+    };
+    let mut now = Instant::ZERO;
+    let (mut ab, mut ba) = (Vec::new(), Vec::new());
+    let mut wc = [WorkCompletion::default(); 8];
+    let mut step =
+        |now: &mut Instant, a: &mut Side, b: &mut Side, cut: bool, ba_log: &mut Vec<_>| {
+            *now += rondo_proto::Duration::from_ns(500);
+            a.host.handle_timeout(*now);
+            b.host.handle_timeout(*now);
+            collect(*now, a, &mut ab);
+            if cut {
+                ab.clear();
+            } else {
+                deliver(*now, &mut ab, b);
+            }
+            collect(*now, b, &mut ba);
+            ba_log.extend(ba.iter().cloned());
+            deliver(*now, &mut ba, a);
+        };
+    // Request 0 goes through; B's answer is the DATA that carries its ACK.
+    let wr = SendWr::write(0, vec![sge], remote);
+    a.host.post_send(now, a.qpn, &wr).unwrap();
+    let mut from_b = Vec::new();
+    for _ in 0..1000 {
+        step(&mut now, &mut a, &mut b, false, &mut from_b);
+        if a.cq.drain(&mut wc) == 1 {
+            break;
+        }
+    }
+    assert_eq!((wc[0].wr_id, wc[0].status), (0, WcStatus::Success));
+    let (path, real) = from_b
+        .iter()
+        .rev()
+        .find(|(_, d)| matches!(wire::parse(d).unwrap().0.body, Body::Data(_)))
+        .cloned()
+        .expect("B answered with a DATA");
+    // Requests 1 and 2 never reach B.
+    for i in 1..3 {
+        let wr = SendWr::write(i, vec![sge], remote);
+        a.host.post_send(now, a.qpn, &wr).unwrap();
+    }
+    for _ in 0..4 {
+        step(&mut now, &mut a, &mut b, true, &mut from_b);
+    }
+    let (mut forged, payload) = wire::parse(&real).unwrap();
+    let mut payload = payload.to_vec();
+    payload[8..16].copy_from_slice(&2u64.to_be_bytes()); // the request id
+    forged.common.psn = forged.common.psn.next();
+    let Body::Data(mut d) = forged.body else {
+        unreachable!()
+    };
+    d.msg_id += 1;
+    forged.body = Body::Data(d);
+    let datagram = forged.to_datagram(&payload, token).unwrap();
+    a.host.handle_datagram(now, path, &datagram, false);
+    for _ in 0..200 {
+        step(&mut now, &mut a, &mut b, true, &mut from_b);
+    }
+    let n = a.cq.drain(&mut wc);
+    assert!(
+        wc[..n].iter().all(|w| w.status != WcStatus::Success),
+        "a forged ACK completed a request B never received: {:?}",
+        &wc[..n]
+    );
+}

@@ -1,0 +1,116 @@
+//! Liveness of a requester whose peer goes silent (issue "Hostile peers, dead
+//! paths and stuck requests", row 8): the local ACK timeout and retry count of
+//! `QpInitAttr`, as ibverbs' `timeout` and `retry_cnt`, end a request that gets
+//! no answer with `RetryExcErr` and put the QP in the error state.
+
+mod common;
+use common::*;
+use rondo_proto::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, Repr};
+use rondo_proto::Psn;
+use rondo_verbs::*;
+
+const LEN: usize = 256 << 10;
+
+/// A READ whose request reached the responder, then 100% loss: the responder's
+/// answer never comes and the requester's engine has nothing left to resend. It
+/// used to wait forever; now it fails within `timeout x (retry_cnt + 1)`.
+#[test]
+fn a_read_answered_into_a_black_hole_ends_in_retry_exceeded() {
+    let attr = QpInitAttr {
+        timeout: 10, // 4.194 ms
+        retry_cnt: 3,
+        ..QpInitAttr::default()
+    };
+    let limit = attr.ack_timeout().unwrap().saturating_mul(4);
+    let p = pair_with(FabricConfig::default(), 5, attr, 2 * LEN);
+    let remote = RemoteAddr {
+        addr: p.b.mr.addr(),
+        rkey: p.b.mr.rkey(),
+    };
+    let local = vec![Sge::new(&p.a.mr, 0, LEN as u32)];
+    p.a.qp.post_send(&SendWr::read(1, local, remote)).unwrap();
+    // Until the request is at B and B is answering.
+    let start = p.fabric.now();
+    while p.b.qp.stats().data_packets_received == 0 {
+        p.fabric.run_until(p.fabric.now() + Duration::from_ns(200));
+        assert!(p.fabric.now() < start + Duration::from_ms(1));
+    }
+    p.fabric.set_loss(1.0);
+    let lost_at = p.fabric.now();
+    let wc = p.a.cq.poll_n(1, 1_000_000).unwrap();
+    assert_eq!(wc.len(), 1, "the READ never completed");
+    assert_eq!((wc[0].wr_id, wc[0].status), (1, WcStatus::RetryExcErr));
+    assert_eq!(p.a.qp.state(), QpState::Error);
+    let waited = p.fabric.now().saturating_since(lost_at);
+    eprintln!("RetryExcErr {waited:?} after the loss began (limit {limit:?})");
+    assert!(waited <= limit, "failed after {waited:?} (limit {limit:?})");
+    assert_eq!(p.a.qp.stats().ack_timeouts, 4);
+}
+
+/// Row 12: duplicates and refused ACKs are visible in `QpStats`: a DATA of B's
+/// replayed to A counts as a duplicate, an ACK of A's replayed back to A (it
+/// acknowledges a PSN A never sent on that flow) as a rejected ACK.
+#[test]
+fn replays_and_rejected_acks_are_counted() {
+    let p = pair(1 << 16);
+    let remote = RemoteAddr {
+        addr: p.b.mr.addr(),
+        rkey: p.b.mr.rkey(),
+    };
+    p.a.mr.write(0, &[5; 64]).unwrap();
+    let wr = SendWr::write(1, vec![Sge::new(&p.a.mr, 0, 64)], remote);
+    p.a.qp.post_send(&wr).unwrap();
+    assert_eq!(one(&p.a.cq).status, WcStatus::Success);
+    let before = p.b.qp.stats();
+    assert_eq!((before.duplicates_received, before.rejected_acks), (0, 0));
+    // A forged DATA for B: its first PSN again (a replay), then an ACK whose
+    // acknowledged PSN lies far beyond anything B sent.
+    let dup = forged_data_for(&p, 0);
+    p.fabric.inject(&p.b.ctx, 0, &dup).unwrap();
+    let ack = forged_ack_for(&p, 1 << 20);
+    p.fabric.inject(&p.b.ctx, 0, &ack).unwrap();
+    let after = p.b.qp.stats();
+    assert_eq!(after.duplicates_received, 1, "{after:?}");
+    assert_eq!(after.rejected_acks, 1, "{after:?}");
+}
+
+/// A datagram for B's flow with `body`, under the pair's connection token.
+fn to_b(p: &Pair, psn: u32, body: Body, payload: &[u8]) -> Vec<u8> {
+    let token = p.a.qp.endpoint().token ^ p.b.qp.endpoint().token;
+    let repr = Repr {
+        common: CommonRepr {
+            flow: p.b.qp.qp_num(),
+            psn: Psn(psn),
+            path: 0,
+            flags: Flags::empty(),
+            timestamp_ns: 1,
+        },
+        body,
+    };
+    repr.to_datagram(payload, Some(token)).unwrap()
+}
+
+fn forged_data_for(p: &Pair, psn: u32) -> Vec<u8> {
+    let payload = [0u8; 64];
+    let body = Body::Data(DataRepr {
+        msg_id: 0,
+        msg_len: 64,
+        offset: 0,
+        payload_len: 64,
+    });
+    to_b(p, psn, body, &payload)
+}
+
+fn forged_ack_for(p: &Pair, acked: u32) -> Vec<u8> {
+    let body = Body::Ack(FeedbackRepr {
+        acked_psn: Psn(acked),
+        cum_ack: Psn(0),
+        highest_psn: Psn(acked),
+        acked_path: 0,
+        of_probe: false,
+        duplicate: false,
+        echo_timestamp_ns: 1,
+        rx_timestamp_ns: 1,
+    });
+    to_b(p, 0, body, &[])
+}
