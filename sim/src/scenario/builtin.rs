@@ -58,6 +58,7 @@ const FIG19: &str = include_str!("../../scenarios/fig19.toml");
 const FIG20: &str = include_str!("../../scenarios/fig20.toml");
 const CLOS320: &str = include_str!("../../scenarios/clos320-permutation.toml");
 const CLOS320_ALLTOALL: &str = include_str!("../../scenarios/clos320-alltoall.toml");
+const CLOS3_RTT_FAIRNESS: &str = include_str!("../../scenarios/clos3-rtt-fairness.toml");
 
 /// Extra one-way delays of spine path 3 in the Fig. 4 sweep, us.
 pub const FIG4_EXTRA_US: [u32; 6] = [0, 5, 10, 15, 20, 25];
@@ -138,6 +139,11 @@ pub fn builtins() -> Vec<Builtin> {
             name: "fig20",
             about: "Fig. 20: a path's delay grows mid-transfer, scheduler on and off",
             runs: on_off("fig20.toml", FIG20),
+        },
+        Builtin {
+            name: "clos3-rtt-fairness",
+            about: "Fig. 25: three long flows to one receiver from its ToR, its pod and another pod",
+            runs: vec![one("", "clos3-rtt-fairness.toml", CLOS3_RTT_FAIRNESS, &[])],
         },
         Builtin {
             name: "clos320-permutation",

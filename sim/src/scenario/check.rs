@@ -594,6 +594,10 @@ impl TransportSpec {
                 }
                 super::schema::EarlyRecoverySpec::Gap => rondo_proto::EarlyRecovery::Gap,
             },
+            margin_scope: match self.margin_scope {
+                super::schema::MarginScopeSpec::Flow => rondo_proto::MarginScope::Flow,
+                super::schema::MarginScopeSpec::Path => rondo_proto::MarginScope::Path,
+            },
             ..rondo_proto::FlowConfig::default()
         };
         if let Some(p) = self.paths {
