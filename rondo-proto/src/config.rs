@@ -85,6 +85,13 @@ pub struct FlowConfig {
     pub update_interval_rtts: f64,
     /// Margin ceiling q0, in packets (3 MTU).
     pub q0: f64,
+    /// When set, ARCC's measured base RTT of a path expires after this many base
+    /// RTTs: the smallest RTT of the last such window replaces it when it is
+    /// above it by more than `fast_correction_factor` x tau_q (a delay ARCC would
+    /// have drained were it a queue), so a path whose delay grew is sized for its
+    /// new RTT. `None` (default): the smallest RTT ever seen (docs/engine.md,
+    /// issue 12 row 5, for why it is off).
+    pub base_rtt_window_rtts: Option<f64>,
     /// Whether q0 bounds each path's margin or the flow's ([`MarginScope`]).
     pub margin_scope: MarginScope,
     /// Target queueing delay as a fraction of the largest base RTT: tau_q = 0.04 T_max.
@@ -197,6 +204,7 @@ impl Default for FlowConfig {
             initial_rtt: Duration::from_us(20),
             update_interval_rtts: 0.5,
             q0: 3.0,
+            base_rtt_window_rtts: None,
             margin_scope: MarginScope::Path,
             target_queue_rtts: 0.04,
             network_base_rtt: None,
@@ -325,6 +333,13 @@ impl FlowConfig {
             "update_interval_rtts",
             self.update_interval_rtts,
             "> 0",
+        )?;
+        check(
+            self.base_rtt_window_rtts
+                .is_none_or(|x| x.is_finite() && x > 0.0),
+            "base_rtt_window_rtts",
+            format!("{:?}", self.base_rtt_window_rtts),
+            "> 0, or None",
         )?;
         check(
             self.q0.is_finite() && self.q0 > 0.0,

@@ -62,6 +62,11 @@ struct ArccPath {
     /// Set once an update has folded probe ACKs into the window: from then on
     /// probe ACKs no longer grant extra packets (until the next probing phase).
     probe_absorbed: bool,
+    /// Measured base RTT T_p (smallest RTT, expiring: see `on_rtt`).
+    min_rtt: Option<Duration>,
+    /// Smallest RTT of the current expiry window, and when that window ends.
+    window_min: Option<Duration>,
+    window_end: Option<Instant>,
 }
 
 impl ArccPath {
@@ -82,6 +87,40 @@ impl ArccPath {
             next_update: None,
             probe_credit: 0,
             probe_absorbed: false,
+            min_rtt: None,
+            window_min: None,
+            window_end: None,
+        }
+    }
+
+    /// An RTT sample at `now`. The base RTT follows a smaller sample at once; at
+    /// the end of each window of `window_rtts` base RTTs, the window's smallest
+    /// sample replaces it when it exceeds it by more than `grown` (the path's
+    /// delay grew: a queue that large ARCC would have drained).
+    fn on_rtt(&mut self, now: Instant, rtt: Duration, window_rtts: Option<f64>, grown: Duration) {
+        let base = *self.min_rtt.get_or_insert(rtt);
+        let base = if rtt < base {
+            self.min_rtt = Some(rtt);
+            rtt
+        } else {
+            base
+        };
+        let Some(window_rtts) = window_rtts else {
+            return;
+        };
+        let wmin = self.window_min.map_or(rtt, |m| m.min(rtt));
+        self.window_min = Some(wmin);
+        match self.window_end {
+            None => self.window_end = Some(now + base.mul_f64(window_rtts)),
+            Some(end) if now >= end => {
+                if wmin > base + grown {
+                    self.min_rtt = Some(wmin);
+                }
+                self.window_min = None;
+                let base = self.min_rtt.unwrap_or(rtt);
+                self.window_end = Some(now + base.mul_f64(window_rtts));
+            }
+            Some(_) => {}
         }
     }
 
@@ -234,6 +273,7 @@ pub struct Arcc {
     update_interval_rtts: f64,
     target_queue_rtts: f64,
     network_base_rtt: Option<Duration>,
+    base_rtt_window_rtts: Option<f64>,
     pacing: bool,
     probing_enabled: bool,
     probe_duration_rtts: f64,
@@ -271,6 +311,7 @@ impl Arcc {
             update_interval_rtts: cfg.update_interval_rtts,
             target_queue_rtts: cfg.target_queue_rtts,
             network_base_rtt: cfg.network_base_rtt,
+            base_rtt_window_rtts: cfg.base_rtt_window_rtts,
             pacing: cfg.pacing,
             probing_enabled: cfg.probing,
             probe_duration_rtts: cfg.probe_duration_rtts,
@@ -314,13 +355,30 @@ impl Arcc {
             .max(MIN_UPDATE_INTERVAL)
     }
 
+    /// Base RTT T_p of path `i`: configured, else ARCC's expiring measurement,
+    /// else the path's smallest RTT, else the initial RTT.
+    fn base_rtt(&self, i: usize, paths: &[PathState]) -> Duration {
+        paths[i]
+            .configured_base_rtt()
+            .or(self.paths[i].min_rtt)
+            .unwrap_or_else(|| paths[i].base_rtt_or(self.initial_rtt))
+    }
+
+    /// The largest base RTT over the flow's paths.
+    fn max_base_rtt(&self, paths: &[PathState]) -> Duration {
+        (0..paths.len().min(self.paths.len()))
+            .map(|i| self.base_rtt(i, paths))
+            .max()
+            .unwrap_or_else(|| max_base_rtt(paths, self.initial_rtt))
+    }
+
     fn refresh_tau(&mut self, paths: &[PathState]) {
         // One network-wide tau_q makes every flow crossing a queue agree on when
         // it is too long (paper App. E, Proposition 1); a flow's own largest base
         // RTT is the fallback when the network's is not known.
         let t = self
             .network_base_rtt
-            .unwrap_or_else(|| max_base_rtt(paths, self.initial_rtt));
+            .unwrap_or_else(|| self.max_base_rtt(paths));
         self.params.tau_q = t.mul_f64(self.target_queue_rtts);
         self.params.q0 = self.restart.path_q0(paths_up(paths));
     }
@@ -345,7 +403,7 @@ impl Arcc {
             self.quiet_updates = 0;
             return false;
         }
-        let t = max_base_rtt(paths, self.initial_rtt);
+        let t = self.max_base_rtt(paths);
         if flow.sent_before_acked(now, t) && flow.has_data() {
             self.quiet_updates += 1;
         } else {
@@ -393,9 +451,10 @@ impl CongestionControl for Arcc {
         paths
             .iter()
             .zip(&self.paths)
-            .filter(|(s, _)| s.status == PathStatus::Up)
-            .map(|(s, a)| {
-                (a.window + a.probe_credit as f64) / s.base_rtt_or(self.initial_rtt).as_us_f64()
+            .enumerate()
+            .filter(|(_, (s, _))| s.status == PathStatus::Up)
+            .map(|(i, (_, a))| {
+                (a.window + a.probe_credit as f64) / self.base_rtt(i, paths).as_us_f64()
             })
             .sum()
     }
@@ -422,12 +481,18 @@ impl CongestionControl for Arcc {
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
         if let Some(rtt) = ack.rtt {
+            let grown = self
+                .params
+                .tau_q
+                .mul_f64(self.params.fast_correction_factor);
+            let window = self.base_rtt_window_rtts;
             let a = &mut self.paths[ack.path];
             a.interval_rtt_sum_ps = a.interval_rtt_sum_ps.saturating_add(rtt.as_ps());
             a.interval_rtt_samples += 1;
+            a.on_rtt(now, rtt, window, grown);
             self.refresh_tau(paths);
         }
-        let tu = self.update_interval(paths[ack.path].base_rtt_or(self.initial_rtt));
+        let tu = self.update_interval(self.base_rtt(ack.path, paths));
         let a = &mut self.paths[ack.path];
         if a.next_update.is_none() {
             // First ACK of the path: its first ARCC interval starts now.
@@ -444,7 +509,7 @@ impl CongestionControl for Arcc {
         }
         if self.probing_until == Some(Instant::MAX) {
             // Startup probing lasts three base RTTs from the first ACK.
-            let t = max_base_rtt(paths, self.initial_rtt).mul_f64(self.probe_duration_rtts);
+            let t = self.max_base_rtt(paths).mul_f64(self.probe_duration_rtts);
             self.probing_until = Some(now + t);
         }
     }
@@ -489,7 +554,7 @@ impl CongestionControl for Arcc {
         let q0 = restart.path_q0(paths_up(paths));
         self.paths[path].restart(&restart, q0, now);
         if self.probing_enabled {
-            let t = max_base_rtt(paths, self.initial_rtt).mul_f64(self.probe_duration_rtts);
+            let t = self.max_base_rtt(paths).mul_f64(self.probe_duration_rtts);
             self.start_probing(now + t);
         }
     }
@@ -510,7 +575,7 @@ impl CongestionControl for Arcc {
             if due > now {
                 continue;
             }
-            let base_rtt = paths[i].base_rtt_or(self.initial_rtt);
+            let base_rtt = self.base_rtt(i, paths);
             if paths[i].inflight == 0 && !flow.has_data() {
                 // Idle: freeze the controller; the next ACK restarts its interval.
                 self.paths[i].next_update = None;

@@ -627,6 +627,7 @@ impl TransportSpec {
         if let Some(x) = self.update_interval_rtts {
             c.update_interval_rtts = x;
         }
+        c.base_rtt_window_rtts = self.base_rtt_window_rtts;
         c
     }
 }

@@ -311,6 +311,9 @@ pub struct TransportSpec {
     /// Whose margin Rondo's q0 bounds: `path` (default; q0 on every path, as the
     /// paper writes it) or `flow` (q0 shared by the flow's paths).
     pub margin_scope: MarginScopeSpec,
+    /// Rondo's measured base RTT expires after this many base RTTs when it grew
+    /// by more than 4 tau_q (default: never).
+    pub base_rtt_window_rtts: Option<f64>,
 }
 
 /// Whose margin q0 bounds (`transport.margin_scope`; [`rondo_proto::MarginScope`]).
@@ -380,6 +383,7 @@ impl Default for TransportSpec {
             early_recovery: EarlyRecoverySpec::GapAndRtt,
             tau_q_base: TauQBaseSpec::Network,
             margin_scope: MarginScopeSpec::Path,
+            base_rtt_window_rtts: None,
         }
     }
 }
