@@ -35,6 +35,19 @@ pub enum QueueEstimate {
     Inflight,
 }
 
+/// Whose margin q0 bounds (paper §4.2.1; docs/engine.md, "One margin per flow").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MarginScope {
+    /// q0 is the flow's margin, shared by its paths in rotation: each path's margin
+    /// starts at q0 / (4 P), grows by q0 / (4 P) and stops at q0 / P. A
+    /// flow's share of a bottleneck does not grow with its number of paths.
+    Flow,
+    /// q0 per path, as the paper writes it (default): a flow over P paths takes
+    /// up to P shares of a bottleneck that a one-path flow crosses with one
+    /// (Proposition 1 is per logical path).
+    Path,
+}
+
 /// When selective repeat's early recovery declares a packet lost
 /// (docs/engine.md, "Loss recovery"; docs/baselines.md, "early recovery").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,8 +85,23 @@ pub struct FlowConfig {
     pub update_interval_rtts: f64,
     /// Margin ceiling q0, in packets (3 MTU).
     pub q0: f64,
+    /// When set, ARCC's measured base RTT of a path expires after this many base
+    /// RTTs: the smallest RTT of the last such window replaces it when it is
+    /// above it by more than `fast_correction_factor` x tau_q (a delay ARCC would
+    /// have drained were it a queue), so a path whose delay grew is sized for its
+    /// new RTT. `None` (default): the smallest RTT ever seen (docs/engine.md,
+    /// issue 12 row 5, for why it is off).
+    pub base_rtt_window_rtts: Option<f64>,
+    /// Whether q0 bounds each path's margin or the flow's ([`MarginScope`]).
+    pub margin_scope: MarginScope,
     /// Target queueing delay as a fraction of the largest base RTT: tau_q = 0.04 T_max.
     pub target_queue_rtts: f64,
+    /// The network's largest base RTT (paper §6.2.1's max_base_RTT), when the
+    /// operator or the topology gives it: tau_q = `target_queue_rtts` x this for
+    /// every flow, so flows with different base RTTs aim at the same queueing
+    /// delay (App. E, Proposition 1; docs/engine.md, "One tau_q for the network").
+    /// `None`: the largest base RTT of the flow's own paths.
+    pub network_base_rtt: Option<Duration>,
     /// ACK-rate EWMA weight alpha = 0.8.
     pub alpha: f64,
     /// Which side alpha weights.
@@ -176,7 +204,10 @@ impl Default for FlowConfig {
             initial_rtt: Duration::from_us(20),
             update_interval_rtts: 0.5,
             q0: 3.0,
+            base_rtt_window_rtts: None,
+            margin_scope: MarginScope::Path,
             target_queue_rtts: 0.04,
+            network_base_rtt: None,
             alpha: 0.8,
             alpha_weight: AlphaWeight::History,
             gamma: 0.5,
@@ -290,12 +321,25 @@ impl FlowConfig {
             )?;
         }
         check(self.initial_rtt > Duration::ZERO, "initial_rtt", "0", "> 0")?;
+        check(
+            self.network_base_rtt != Some(Duration::ZERO),
+            "network_base_rtt",
+            "0",
+            "> 0, or None",
+        )?;
         let unit = |x: f64| x.is_finite() && x > 0.0 && x <= 1.0;
         check(
             self.update_interval_rtts.is_finite() && self.update_interval_rtts > 0.0,
             "update_interval_rtts",
             self.update_interval_rtts,
             "> 0",
+        )?;
+        check(
+            self.base_rtt_window_rtts
+                .is_none_or(|x| x.is_finite() && x > 0.0),
+            "base_rtt_window_rtts",
+            format!("{:?}", self.base_rtt_window_rtts),
+            "> 0, or None",
         )?;
         check(
             self.q0.is_finite() && self.q0 > 0.0,

@@ -40,8 +40,8 @@ pub mod transport;
 pub mod wire;
 
 pub use config::{
-    AlphaWeight, ConfigError, EarlyRecovery, FlowConfig, LossRecoveryKind, PathSelection,
-    QueueEstimate, MAX_MTU,
+    AlphaWeight, ConfigError, EarlyRecovery, FlowConfig, LossRecoveryKind, MarginScope,
+    PathSelection, QueueEstimate, MAX_MTU,
 };
 pub use connection::{Connection, ConnectionSummary};
 pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointError};

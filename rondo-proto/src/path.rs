@@ -95,6 +95,11 @@ impl PathState {
             .unwrap_or(fallback)
     }
 
+    /// Base RTT given by the configuration (the topology), if any.
+    pub(crate) fn configured_base_rtt(&self) -> Option<Duration> {
+        self.configured_base_rtt
+    }
+
     /// Base RTT when known (configured or measured).
     pub fn base_rtt(&self) -> Option<Duration> {
         self.configured_base_rtt.or(self.min_rtt)

@@ -2,7 +2,7 @@
 //! low-priority capacity probing (§4.2.2).
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
-use crate::config::{AlphaWeight, FlowConfig, QueueEstimate};
+use crate::config::{AlphaWeight, FlowConfig, MarginScope, QueueEstimate};
 use crate::path::{max_base_rtt, PathState, PathStatus};
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
@@ -26,6 +26,7 @@ pub struct ArccUpdate {
 /// The ARCC parameters that apply to every path of a flow.
 #[derive(Clone, Copy, Debug)]
 struct ArccParams {
+    /// Margin ceiling of one path: q0, or q0 / P with one margin per flow.
     q0: f64,
     tau_q: Duration,
     alpha: f64,
@@ -61,13 +62,19 @@ struct ArccPath {
     /// Set once an update has folded probe ACKs into the window: from then on
     /// probe ACKs no longer grant extra packets (until the next probing phase).
     probe_absorbed: bool,
+    /// Measured base RTT T_p (smallest RTT, expiring: see `on_rtt`).
+    min_rtt: Option<Duration>,
+    /// Smallest RTT of the current expiry window, and when that window ends.
+    window_min: Option<Duration>,
+    window_end: Option<Instant>,
 }
 
 impl ArccPath {
-    fn new(cfg: &FlowConfig, now: Instant) -> ArccPath {
+    /// A path whose margin ceiling is `q0` packets.
+    fn new(cfg: &FlowConfig, q0: f64, now: Instant) -> ArccPath {
         ArccPath {
             window: cfg.initial_window,
-            margin: cfg.q0 / 4.0, // paper App. C.3: q starts at a = q0/4
+            margin: q0 / 4.0, // paper App. C.3: q starts at a = q0/4
             ack_rate: 0.0,
             send_rate: 0.0,
             interval_rtt_sum_ps: 0,
@@ -80,6 +87,40 @@ impl ArccPath {
             next_update: None,
             probe_credit: 0,
             probe_absorbed: false,
+            min_rtt: None,
+            window_min: None,
+            window_end: None,
+        }
+    }
+
+    /// An RTT sample at `now`. The base RTT follows a smaller sample at once; at
+    /// the end of each window of `window_rtts` base RTTs, the window's smallest
+    /// sample replaces it when it exceeds it by more than `grown` (the path's
+    /// delay grew: a queue that large ARCC would have drained).
+    fn on_rtt(&mut self, now: Instant, rtt: Duration, window_rtts: Option<f64>, grown: Duration) {
+        let base = *self.min_rtt.get_or_insert(rtt);
+        let base = if rtt < base {
+            self.min_rtt = Some(rtt);
+            rtt
+        } else {
+            base
+        };
+        let Some(window_rtts) = window_rtts else {
+            return;
+        };
+        let wmin = self.window_min.map_or(rtt, |m| m.min(rtt));
+        self.window_min = Some(wmin);
+        match self.window_end {
+            None => self.window_end = Some(now + base.mul_f64(window_rtts)),
+            Some(end) if now >= end => {
+                if wmin > base + grown {
+                    self.min_rtt = Some(wmin);
+                }
+                self.window_min = None;
+                let base = self.min_rtt.unwrap_or(rtt);
+                self.window_end = Some(now + base.mul_f64(window_rtts));
+            }
+            Some(_) => {}
         }
     }
 
@@ -178,10 +219,10 @@ impl ArccPath {
         })
     }
 
-    /// A fresh controller for a path back in rotation.
-    fn restart(&mut self, cfg: &Restart, now: Instant) {
+    /// A fresh controller for a path back in rotation, with margin ceiling `q0`.
+    fn restart(&mut self, cfg: &Restart, q0: f64, now: Instant) {
         self.window = cfg.initial_window;
-        self.margin = cfg.q0 / 4.0;
+        self.margin = q0 / 4.0;
         self.ack_rate = 0.0;
         self.updates = 0;
         self.acks_in_interval = 0;
@@ -197,7 +238,24 @@ impl ArccPath {
 #[derive(Clone, Copy, Debug)]
 struct Restart {
     initial_window: f64,
+    /// The configured q0 (of a path or of the flow, by `margin_scope`).
     q0: f64,
+    margin_scope: MarginScope,
+}
+
+impl Restart {
+    /// Margin ceiling of one path when `up` paths are in rotation.
+    fn path_q0(&self, up: usize) -> f64 {
+        match self.margin_scope {
+            MarginScope::Path => self.q0,
+            MarginScope::Flow => self.q0 / up.max(1) as f64,
+        }
+    }
+}
+
+/// Paths in rotation.
+fn paths_up(paths: &[PathState]) -> usize {
+    paths.iter().filter(|p| p.status == PathStatus::Up).count()
 }
 
 /// Rondo's congestion controller: per path, every update interval Tu = 0.5 T_p
@@ -214,6 +272,8 @@ pub struct Arcc {
     initial_rtt: Duration,
     update_interval_rtts: f64,
     target_queue_rtts: f64,
+    network_base_rtt: Option<Duration>,
+    base_rtt_window_rtts: Option<f64>,
     pacing: bool,
     probing_enabled: bool,
     probe_duration_rtts: f64,
@@ -229,9 +289,15 @@ pub struct Arcc {
 impl Arcc {
     /// The controller of a flow configured by `cfg` over `paths`, at `now`.
     pub fn new(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Arcc {
+        let restart = Restart {
+            initial_window: cfg.initial_window,
+            q0: cfg.q0,
+            margin_scope: cfg.margin_scope,
+        };
+        let q0 = restart.path_q0(paths_up(paths));
         let mut a = Arcc {
             params: ArccParams {
-                q0: cfg.q0,
+                q0,
                 tau_q: Duration::ZERO,
                 alpha: cfg.alpha,
                 alpha_weight: cfg.alpha_weight,
@@ -240,18 +306,19 @@ impl Arcc {
                 min_window: cfg.min_window,
                 queue_estimate: cfg.queue_estimate,
             },
-            restart: Restart {
-                initial_window: cfg.initial_window,
-                q0: cfg.q0,
-            },
+            restart,
             initial_rtt: cfg.initial_rtt,
             update_interval_rtts: cfg.update_interval_rtts,
             target_queue_rtts: cfg.target_queue_rtts,
+            network_base_rtt: cfg.network_base_rtt,
+            base_rtt_window_rtts: cfg.base_rtt_window_rtts,
             pacing: cfg.pacing,
             probing_enabled: cfg.probing,
             probe_duration_rtts: cfg.probe_duration_rtts,
             probe_trigger_updates: cfg.probe_trigger_updates,
-            paths: (0..paths.len()).map(|_| ArccPath::new(cfg, now)).collect(),
+            paths: (0..paths.len())
+                .map(|_| ArccPath::new(cfg, q0, now))
+                .collect(),
             probing_until: cfg.probing.then_some(Instant::MAX),
             quiet_updates: 0,
             last_nak_cut: None,
@@ -275,7 +342,8 @@ impl Arcc {
         self.paths[path].send_rate
     }
 
-    /// Target queueing delay tau_q = `target_queue_rtts` x the largest base RTT.
+    /// Target queueing delay tau_q = `target_queue_rtts` x the largest base RTT
+    /// (the network's when configured, else the flow's own paths').
     pub fn tau_q(&self) -> Duration {
         self.params.tau_q
     }
@@ -287,8 +355,32 @@ impl Arcc {
             .max(MIN_UPDATE_INTERVAL)
     }
 
+    /// Base RTT T_p of path `i`: configured, else ARCC's expiring measurement,
+    /// else the path's smallest RTT, else the initial RTT.
+    fn base_rtt(&self, i: usize, paths: &[PathState]) -> Duration {
+        paths[i]
+            .configured_base_rtt()
+            .or(self.paths[i].min_rtt)
+            .unwrap_or_else(|| paths[i].base_rtt_or(self.initial_rtt))
+    }
+
+    /// The largest base RTT over the flow's paths.
+    fn max_base_rtt(&self, paths: &[PathState]) -> Duration {
+        (0..paths.len().min(self.paths.len()))
+            .map(|i| self.base_rtt(i, paths))
+            .max()
+            .unwrap_or_else(|| max_base_rtt(paths, self.initial_rtt))
+    }
+
     fn refresh_tau(&mut self, paths: &[PathState]) {
-        self.params.tau_q = max_base_rtt(paths, self.initial_rtt).mul_f64(self.target_queue_rtts);
+        // One network-wide tau_q makes every flow crossing a queue agree on when
+        // it is too long (paper App. E, Proposition 1); a flow's own largest base
+        // RTT is the fallback when the network's is not known.
+        let t = self
+            .network_base_rtt
+            .unwrap_or_else(|| self.max_base_rtt(paths));
+        self.params.tau_q = t.mul_f64(self.target_queue_rtts);
+        self.params.q0 = self.restart.path_q0(paths_up(paths));
     }
 
     fn start_probing(&mut self, until: Instant) {
@@ -311,7 +403,7 @@ impl Arcc {
             self.quiet_updates = 0;
             return false;
         }
-        let t = max_base_rtt(paths, self.initial_rtt);
+        let t = self.max_base_rtt(paths);
         if flow.sent_before_acked(now, t) && flow.has_data() {
             self.quiet_updates += 1;
         } else {
@@ -359,9 +451,10 @@ impl CongestionControl for Arcc {
         paths
             .iter()
             .zip(&self.paths)
-            .filter(|(s, _)| s.status == PathStatus::Up)
-            .map(|(s, a)| {
-                (a.window + a.probe_credit as f64) / s.base_rtt_or(self.initial_rtt).as_us_f64()
+            .enumerate()
+            .filter(|(_, (s, _))| s.status == PathStatus::Up)
+            .map(|(i, (_, a))| {
+                (a.window + a.probe_credit as f64) / self.base_rtt(i, paths).as_us_f64()
             })
             .sum()
     }
@@ -388,12 +481,18 @@ impl CongestionControl for Arcc {
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
         if let Some(rtt) = ack.rtt {
+            let grown = self
+                .params
+                .tau_q
+                .mul_f64(self.params.fast_correction_factor);
+            let window = self.base_rtt_window_rtts;
             let a = &mut self.paths[ack.path];
             a.interval_rtt_sum_ps = a.interval_rtt_sum_ps.saturating_add(rtt.as_ps());
             a.interval_rtt_samples += 1;
+            a.on_rtt(now, rtt, window, grown);
             self.refresh_tau(paths);
         }
-        let tu = self.update_interval(paths[ack.path].base_rtt_or(self.initial_rtt));
+        let tu = self.update_interval(self.base_rtt(ack.path, paths));
         let a = &mut self.paths[ack.path];
         if a.next_update.is_none() {
             // First ACK of the path: its first ARCC interval starts now.
@@ -410,7 +509,7 @@ impl CongestionControl for Arcc {
         }
         if self.probing_until == Some(Instant::MAX) {
             // Startup probing lasts three base RTTs from the first ACK.
-            let t = max_base_rtt(paths, self.initial_rtt).mul_f64(self.probe_duration_rtts);
+            let t = self.max_base_rtt(paths).mul_f64(self.probe_duration_rtts);
             self.probing_until = Some(now + t);
         }
     }
@@ -452,9 +551,10 @@ impl CongestionControl for Arcc {
 
     fn on_path_up(&mut self, now: Instant, path: usize, paths: &[PathState]) {
         let restart = self.restart;
-        self.paths[path].restart(&restart, now);
+        let q0 = restart.path_q0(paths_up(paths));
+        self.paths[path].restart(&restart, q0, now);
         if self.probing_enabled {
-            let t = max_base_rtt(paths, self.initial_rtt).mul_f64(self.probe_duration_rtts);
+            let t = self.max_base_rtt(paths).mul_f64(self.probe_duration_rtts);
             self.start_probing(now + t);
         }
     }
@@ -475,7 +575,7 @@ impl CongestionControl for Arcc {
             if due > now {
                 continue;
             }
-            let base_rtt = paths[i].base_rtt_or(self.initial_rtt);
+            let base_rtt = self.base_rtt(i, paths);
             if paths[i].inflight == 0 && !flow.has_data() {
                 // Idle: freeze the controller; the next ACK restarts its interval.
                 self.paths[i].next_update = None;
@@ -517,7 +617,7 @@ mod tests {
     #[test]
     fn no_update_before_the_first_ack() {
         let cfg = FlowConfig::default();
-        let mut p = ArccPath::new(&cfg, Instant::ZERO);
+        let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
         assert!(p
             .update(Instant::from_us(10), Duration::from_us(20), 0, &params())
             .is_none());
@@ -527,7 +627,7 @@ mod tests {
     #[test]
     fn first_update_sets_the_window_to_the_target() {
         let cfg = FlowConfig::default();
-        let mut p = ArccPath::new(&cfg, Instant::ZERO);
+        let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
         // 20 ACKs in 10 us = 2 packets/us; T = 20 us -> pipe 40 packets.
         p.acks_in_interval = 20;
         let u = p
@@ -543,7 +643,7 @@ mod tests {
     #[test]
     fn large_queue_cuts_the_margin_multiplicatively() {
         let cfg = FlowConfig::default();
-        let mut p = ArccPath::new(&cfg, Instant::ZERO);
+        let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
         p.acks_in_interval = 20;
         p.update(Instant::from_us(10), Duration::from_us(20), 40, &params())
             .unwrap();

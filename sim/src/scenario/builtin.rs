@@ -67,6 +67,7 @@ const FIG13_BACKGROUND: &str = include_str!("../../scenarios/fig13-background.to
 const FIG14: &str = include_str!("../../scenarios/fig14-incast-background.toml");
 const FIG15: &str = include_str!("../../scenarios/fig15-loss.toml");
 const INCAST32: &str = include_str!("../../scenarios/incast32.toml");
+const CLOS3_RTT_FAIRNESS: &str = include_str!("../../scenarios/clos3-rtt-fairness.toml");
 
 /// Extra one-way delays of spine path 3 in the Fig. 4 sweep, us.
 pub const FIG4_EXTRA_US: [u32; 6] = [0, 5, 10, 15, 20, 25];
@@ -192,6 +193,11 @@ pub fn builtins() -> Vec<Builtin> {
             name: "fig17",
             about: "Fig. 17: 32-to-1 incast of long flows on the 320-host Clos (per-flow fairness)",
             runs: vec![one("", "incast32.toml", INCAST32, &[])],
+        },
+        Builtin {
+            name: "clos3-rtt-fairness",
+            about: "Fig. 25: three long flows to one receiver from its ToR, its pod and another pod",
+            runs: vec![one("", "clos3-rtt-fairness.toml", CLOS3_RTT_FAIRNESS, &[])],
         },
         Builtin {
             name: "clos320-permutation",

@@ -599,6 +599,10 @@ impl TransportSpec {
                 }
                 super::schema::EarlyRecoverySpec::Gap => rondo_proto::EarlyRecovery::Gap,
             },
+            margin_scope: match self.margin_scope {
+                super::schema::MarginScopeSpec::Flow => rondo_proto::MarginScope::Flow,
+                super::schema::MarginScopeSpec::Path => rondo_proto::MarginScope::Path,
+            },
             ..rondo_proto::FlowConfig::default()
         };
         if let Some(p) = self.paths {
@@ -628,6 +632,7 @@ impl TransportSpec {
         if let Some(x) = self.update_interval_rtts {
             c.update_interval_rtts = x;
         }
+        c.base_rtt_window_rtts = self.base_rtt_window_rtts;
         c
     }
 }

@@ -41,7 +41,8 @@ pub use report::{
 pub use run::{build, link_name, run, Outcome, RunOptions};
 pub use schema::{
     AllToAllSpec, BackgroundSpec, BaseRttSpec, CdfName, Clos3Spec, EventAction, EventSpec,
-    FatTreeSpec, Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec, ParallelSpec, PathEntry,
-    PathSelectionSpec, PermutationSpec, PoissonSpec, RoutingSpec, Scenario, SwitchSpec,
-    TopologySpec, TransportKind, TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
+    FatTreeSpec, Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec, MarginScopeSpec,
+    ParallelSpec, PathEntry, PathSelectionSpec, PermutationSpec, PoissonSpec, RoutingSpec,
+    Scenario, SwitchSpec, TauQBaseSpec, TopologySpec, TransportKind, TransportSpec, WorkloadSpec,
+    Workloads, PLANNED_TRANSPORTS,
 };

@@ -5,7 +5,8 @@ use super::report::{
     Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats, WorkloadResult,
 };
 use super::schema::{
-    BaseRttSpec, EventAction, RoutingSpec, Scenario, SwitchSpec, TopologySpec, TransportKind,
+    BaseRttSpec, EventAction, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TopologySpec,
+    TransportKind,
 };
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
@@ -186,6 +187,10 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
         }
     }
     let host_bps = scenario.topology.host_gbps() * 1e9;
+    let network_base_rtt = match scenario.transport.tau_q_base {
+        TauQBaseSpec::Network => Some(network_base_rtt(&sim, scenario)?),
+        TauQBaseSpec::Flow => None,
+    };
     for f in &scenario.flows() {
         // The simulator sets each flow's paths, MTU, line rate and seed itself.
         let mut cfg = scenario.transport.flow_config(scenario.mtu, host_bps);
@@ -197,6 +202,7 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
         if scenario.transport.base_rtt == BaseRttSpec::Topology {
             cfg.base_rtt = Some(topology_base_rtts(&sim, scenario, f)?);
         }
+        cfg.network_base_rtt = network_base_rtt;
         sim.add_flow(FlowSpec {
             src: f.src,
             dst: f.dst,
@@ -287,6 +293,36 @@ fn topology_base_rtts(
             Ok(sim.route_delay(&out, scenario.mtu as usize) + sim.route_delay(&back, ack))
         })
         .collect()
+}
+
+/// The topology's largest base RTT (paper §6.2.1's max_base_RTT, which sets one
+/// tau_q for every flow): from host 0 to every other host over each equal-cost
+/// path, a full packet out and an ACK back with empty queues, plus fig2's largest
+/// extra one-way delay. The topologies are symmetric, so host 0 sees the diameter.
+fn network_base_rtt(sim: &Simulator, scenario: &Scenario) -> Result<Duration, ScenarioError> {
+    let refused = |e: crate::SimError| ScenarioError::Simulator {
+        file: "tau_q_base".to_owned(),
+        reason: e.to_string(),
+    };
+    let ack = rondo_proto::wire::COMMON_HEADER_LEN + 16;
+    let mut max = Duration::ZERO;
+    for dst in 1..sim.hosts() {
+        let paths = sim
+            .equal_cost_paths(0, dst)
+            .map_err(refused)?
+            .clamp(1, 1024) as u16;
+        for p in 0..paths {
+            let out = sim.route(0, dst, 0, p).map_err(refused)?;
+            let back = sim.route(dst, 0, 1, p).map_err(refused)?;
+            max =
+                max.max(sim.route_delay(&out, scenario.mtu as usize) + sim.route_delay(&back, ack));
+        }
+    }
+    if let TopologySpec::Fig2(t) = &scenario.topology {
+        let extra = t.extra_delay_us.iter().copied().fold(0.0, f64::max);
+        max += Duration::from_us_f64(extra);
+    }
+    Ok(max)
 }
 
 /// `percent` of the links of `kind` (at least one), drawn without replacement

@@ -304,6 +304,38 @@ pub struct TransportSpec {
     pub base_rtt: BaseRttSpec,
     /// Early recovery's rule: `gap-and-rtt` (default) or `gap`.
     pub early_recovery: EarlyRecoverySpec,
+    /// Whose largest base RTT sets Rondo's tau_q = `target_queue_rtts` x it:
+    /// `network` (default; the topology's largest, the same for every flow, paper
+    /// App. E) or `flow` (the flow's own paths).
+    pub tau_q_base: TauQBaseSpec,
+    /// Whose margin Rondo's q0 bounds: `path` (default; q0 on every path, as the
+    /// paper writes it) or `flow` (q0 shared by the flow's paths).
+    pub margin_scope: MarginScopeSpec,
+    /// Rondo's measured base RTT expires after this many base RTTs when it grew
+    /// by more than 4 tau_q (default: never).
+    pub base_rtt_window_rtts: Option<f64>,
+}
+
+/// Whose margin q0 bounds (`transport.margin_scope`; [`rondo_proto::MarginScope`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum MarginScopeSpec {
+    /// q0 for the flow, shared by its paths in rotation.
+    Flow,
+    /// q0 for every path.
+    #[default]
+    Path,
+}
+
+/// Whose largest base RTT sets tau_q (`transport.tau_q_base`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TauQBaseSpec {
+    /// The topology's largest base RTT, one value for every flow.
+    #[default]
+    Network,
+    /// The largest base RTT of the flow's own paths.
+    Flow,
 }
 
 /// Where the base RTT of each path comes from (`transport.base_rtt`).
@@ -349,6 +381,9 @@ impl Default for TransportSpec {
             update_interval_rtts: None,
             base_rtt: BaseRttSpec::Measured,
             early_recovery: EarlyRecoverySpec::GapAndRtt,
+            tau_q_base: TauQBaseSpec::Network,
+            margin_scope: MarginScopeSpec::Path,
+            base_rtt_window_rtts: None,
         }
     }
 }

@@ -7,7 +7,6 @@ const WEBSEARCH: &str = include_str!("../../../sim/scenarios/websearch-load.toml
 const HADOOP: &str = include_str!("../../../sim/scenarios/hadoop-load.toml");
 const FIG22: &str = include_str!("../../../sim/scenarios/fig22-fattree-alltoall.toml");
 const FIG27: &str = include_str!("../../../sim/scenarios/fig27-rate-change.toml");
-const FIG25: &str = include_str!("../../../sim/scenarios/fig25-rtt-fairness.toml");
 
 /// The fabric baselines of §6.2 (RRPS is left out there, as in the paper).
 const FABRIC: &[&str] = &["rondo", "ecmp", "mprdma", "falcon", "uet", "ar"];
@@ -609,8 +608,8 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         id: "25",
         title: "Fairness among flows with different base RTTs",
         paper: "Three flows into one receiver from the same rack, the same pod and another pod share it fairly, as Proposition 1 says (App. E).",
-        setup: format!("`sim/scenarios/fig25-rtt-fairness.toml`: long flows from hosts 1, 16 and 64 into host 0 of the 320-host Clos, all at once (the paper steps them in and out); {st}."),
-        runs: grid(&Source::File("fig25-rtt-fairness.toml", FIG25, "three RTTs"), &transports(&["rondo", "falcon", "uet", "swift-rps"]), None, seeds)?,
+        setup: format!("Built-in `clos3-rtt-fairness`: long flows from hosts 1, 16 and 64 into host 0 of the 320-host Clos, all at once (the paper steps them in and out); {st}."),
+        runs: grid(&Source::Builtin("clos3-rtt-fairness", all_runs), &transports(&["rondo", "falcon", "uet", "swift-rps"]), None, seeds)?,
         columns: vec![
             Column::key("Jain", "fairness_jain", 3),
             Column::with("same ToR Gb/s", 1, |p, _| p.mean(|r| r.get("long_flow_goodput_gbps")?.get(0)?.as_f64())),

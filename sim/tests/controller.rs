@@ -1,0 +1,117 @@
+//! Issue 12: where Rondo's controller (ARCC, `rondo-proto/src/cc/arcc.rs`) fell
+//! short of the paper, one test per row, each citing the paper's number. The
+//! numbers before and after each change are in docs/engine.md.
+
+use rondo_sim::scenario::{builtin, run, Override, Report, RunOptions, Scenario};
+
+/// The scenarios of built-in `name` with `sets` applied.
+fn scenarios(name: &str, sets: &[&str]) -> Vec<Scenario> {
+    let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
+    builtin(name)
+        .unwrap()
+        .runs(&sets)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .map(|r| r.scenario)
+        .collect()
+}
+
+fn report(s: &Scenario) -> Report {
+    run(s, "controller", RunOptions::default(), &mut |_| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .report
+}
+
+/// Row 1, paper App. E / Fig. 25 and Proposition 1 ("for N flows' logical paths
+/// passing a single bottleneck, ARCC converges geometrically to equal
+/// throughput"): three flows from the receiver's ToR, its pod and another pod
+/// (base RTTs about 4, 8 and 13 us), one logical path each, share the link fairly
+/// once tau_q is one network-wide value. Before (tau_q from each flow's own
+/// largest base RTT) the same run measured Jain 0.80 (10.1 / 49.0 / 37.7 Gbit/s).
+#[test]
+fn flows_with_different_base_rtts_share_fairly_with_one_network_tau_q() {
+    let sets = ["transport.paths=1", "duration_us=5000", "warmup_us=1000"];
+    let s = &scenarios("clos3-rtt-fairness", &sets)[0];
+    let r = report(s);
+    let jain = r.fairness_jain.unwrap();
+    // Target Jain >= 0.95 (the paper's curves are equal shares); measured 0.997.
+    assert!(
+        jain >= 0.95,
+        "Jain {jain:.3}: {:?}",
+        r.long_flow_goodput_gbps
+    );
+    assert!(r.utilization >= 0.95, "utilization {:.3}", r.utilization);
+    // The per-flow tau_q (the old behaviour) stays available and is worse.
+    let mut flow = sets.to_vec();
+    flow.push("transport.tau_q_base=\"flow\"");
+    let old = report(&scenarios("clos3-rtt-fairness", &flow)[0]);
+    assert!(
+        old.fairness_jain.unwrap() + 0.05 < jain,
+        "per-flow tau_q: Jain {:?}, network tau_q: {jain:.3}",
+        old.fairness_jain
+    );
+}
+
+/// Row 1 as the issue states it: each flow with as many logical paths as it has
+/// equal-cost paths (1, 4 and 16). q0 bounds each path's margin (paper §4.2.1),
+/// so a flow's share grows with its path count, and ARCC's rate memory
+/// (W = r T + q) moves shares only slowly after start-up probing split the link.
+#[test]
+#[ignore = "row 1 open: flows of 1 / 4 / 16 logical paths measure Jain 0.67 \
+            (8.8 / 25.4 / 62.5 Gbit/s, was 0.47 before the network-wide tau_q); \
+            margin_scope = flow gives 0.87 (25 / 50 / 22)"]
+fn flows_with_different_path_counts_share_fairly() {
+    let s = &scenarios("clos3-rtt-fairness", &[])[0];
+    let r = report(s);
+    let jain = r.fairness_jain.unwrap();
+    assert!(
+        jain >= 0.95,
+        "Jain {jain:.3}: {:?}",
+        r.long_flow_goodput_gbps
+    );
+    assert!(r.utilization >= 0.95, "utilization {:.3}", r.utilization);
+}
+
+/// Row 7, paper §6.1 / Fig. 9 (the testbed's OOD; the throwaway model reached p99
+/// 9-11): with one margin per flow (`margin_scope = flow`, q0 shared by the
+/// four paths) each path's standing queue is under one packet and the queueing
+/// jitter that overtakes packets shrinks: p99 8 (homo) and 4 (hetero), against 17
+/// and 18 with q0 per path, at the same utilization.
+#[test]
+fn one_margin_per_flow_keeps_fig9_ood_p99_at_most_12() {
+    for name in ["fig9-homo", "fig9-hetero"] {
+        let sets = ["duration_us=3000", "transport.margin_scope=\"flow\""];
+        let r = report(&scenarios(name, &sets)[0]);
+        assert!(r.ood.nic_p99 <= 12, "{name}: OOD p99 {}", r.ood.nic_p99);
+        // Paper: 68.18 / 68.14 of 70 Gbit/s (0.974); tolerance as figures.rs.
+        assert!(
+            (r.utilization - 0.974).abs() <= 0.035,
+            "{name}: utilization {:.3}",
+            r.utilization
+        );
+    }
+}
+
+/// Row 5, paper §6.3 / Fig. 20 (a path's one-way delay grows from 10 to 20 us
+/// mid-transfer; the paper's flow keeps its rate and OOD returns near 0): with
+/// an expiring base RTT (`base_rtt_window_rtts = 10`) ARCC sizes path 0 for its
+/// new RTT. Before: utilization 0.758 after the change (path 0 starved at the old
+/// RTT's pipe). Off by default: in fig18 the standing queue of 40 flows at the
+/// one-packet minimum window (row 6) is absorbed into the base RTT and the queue
+/// after the leave stays above figures.rs's 64 KB.
+#[test]
+fn an_expiring_base_rtt_keeps_fig20_busy_after_the_delay_change() {
+    let runs = scenarios("fig20", &["transport.base_rtt_window_rtts=10"]);
+    let on = runs.iter().find(|s| s.transport.scheduler).unwrap();
+    let r = report(on);
+    // Target >= 0.95 (measured 0.954; 0.758 before).
+    assert!(r.utilization >= 0.95, "utilization {:.3}", r.utilization);
+    // "OOD p99 still <= 12" (measured 10, as before the change).
+    assert!(r.ood.nic_p99 <= 12, "OOD p99 {}", r.ood.nic_p99);
+    let old = report(&scenarios("fig20", &[])[0]);
+    assert!(
+        old.utilization < 0.8,
+        "without expiry {:.3}",
+        old.utilization
+    );
+}
