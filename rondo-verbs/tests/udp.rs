@@ -548,3 +548,21 @@ fn wait_returns_completions_as_they_come_with_and_without_a_progress_thread() {
         assert!(got == data, "progress thread on A: {a_thread}");
     }
 }
+
+#[test]
+fn two_udp_contexts_with_the_same_seed_draw_different_keys_from_the_os() {
+    // Issue 15 row 11: a real datapath's keys, QP numbers and token halves come
+    // from the OS CSPRNG, not from `ContextAttr::seed` (which only the
+    // deterministic `mem` fabric uses).
+    let a = udp_side(UdpAttr::default());
+    let b = udp_side(UdpAttr::default());
+    assert_ne!(
+        (a.mr.lkey(), a.mr.rkey()),
+        (b.mr.lkey(), b.mr.rkey()),
+        "same seed, same keys"
+    );
+    assert_ne!(a.qp.endpoint().token, b.qp.endpoint().token);
+    // Within one context, too, draws are independent values.
+    let mr2 = a.pd.register(4096, AccessFlags::ALL).unwrap();
+    assert_ne!(mr2.rkey(), a.mr.rkey());
+}
