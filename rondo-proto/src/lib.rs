@@ -16,6 +16,7 @@
 //! sockets and ibverbs UD queue pairs (crate `rondo-ud`).
 #![forbid(unsafe_code)]
 
+pub mod auth;
 pub mod cc;
 pub mod config;
 pub mod connection;

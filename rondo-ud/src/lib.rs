@@ -5,6 +5,7 @@
 //! network of the tests is the simulator's (`rondo_sim::pair`).
 #![deny(unsafe_code)] // allowed only where the datapaths call the kernel or the NIC: `udp::sys`, `udp::wait`, `verbs::sys`, `verbs::datapath`, `verbs::in_place`
 
+pub mod auth;
 pub mod datapath;
 pub mod fault;
 pub mod profile;

@@ -7,8 +7,19 @@ use crate::host::MAX_MESSAGE_BYTES;
 use crate::mr::ProtectionDomain;
 use crate::types::{QpInitAttr, QpState, QpStats, RecvWr, SendWr};
 use crate::VerbsError;
+use rondo_proto::auth::{AuthMode, KeyPair};
 use rondo_proto::FlowConfig;
 use std::sync::Arc;
+
+/// The authentication a QP of `ctx` created with `attr` uses: `attr.auth` on real
+/// backends, none on the deterministic `mem` fabric.
+fn auth_mode(ctx: &Context, attr: &QpInitAttr) -> AuthMode {
+    match ctx.inner.backend {
+        Backend::Mem { .. } => AuthMode::None,
+        #[allow(unreachable_patterns)]
+        _ => attr.auth,
+    }
+}
 
 /// Where a QP can be reached.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,16 +65,22 @@ pub struct QpEndpoint {
     pub mtu: u32,
     /// Where it is.
     pub addr: PeerAddr,
+    /// Datagram authentication the QP uses (both sides must agree).
+    pub auth: AuthMode,
+    /// The QP's X25519 public key (all zero with [`AuthMode::None`]).
+    pub public_key: [u8; 32],
 }
 
 const MAGIC: &[u8; 4] = b"RQPE";
 
 impl QpEndpoint {
-    /// Binary form: `RQPE`, version 1, then the fields big-endian.
+    /// Binary form: `RQPE`, version 2, then the fields big-endian (`docs/verbs.md`).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(64);
+        let mut b = Vec::with_capacity(100);
         b.extend_from_slice(MAGIC);
-        b.push(1);
+        b.push(2);
+        b.push(self.auth.code());
+        b.extend_from_slice(&self.public_key);
         b.extend_from_slice(&self.qpn.to_be_bytes());
         b.extend_from_slice(&self.token.to_be_bytes());
         b.extend_from_slice(&self.paths.to_be_bytes());
@@ -109,10 +126,13 @@ impl QpEndpoint {
         if r.take(4).ok_or_else(|| bad("truncated"))? != MAGIC {
             return Err(bad("bad magic"));
         }
-        if r.u8().ok_or_else(|| bad("truncated"))? != 1 {
+        if r.u8().ok_or_else(|| bad("truncated"))? != 2 {
             return Err(bad("unknown version"));
         }
         let t = || bad("truncated");
+        let auth = AuthMode::from_code(r.u8().ok_or_else(t)?)
+            .ok_or_else(|| bad("unknown authentication mode"))?;
+        let public_key: [u8; 32] = r.take(32).ok_or_else(t)?.try_into().expect("32");
         let qpn = r.u32().ok_or_else(t)?;
         let token = r.u64().ok_or_else(t)?;
         let paths = r.u16().ok_or_else(t)?;
@@ -148,6 +168,8 @@ impl QpEndpoint {
             return Err(bad("trailing bytes"));
         }
         Ok(QpEndpoint {
+            auth,
+            public_key,
             qpn,
             token,
             paths,
@@ -207,6 +229,8 @@ impl<'a> Reader<'a> {
 struct QpInner {
     qpn: u32,
     token: u64,
+    /// The QP's key pair when it authenticates its datagrams.
+    keys: Option<KeyPair>,
     ctx: Context,
     _pd: ProtectionDomain,
     _send_cq: CompletionQueue,
@@ -292,10 +316,15 @@ impl QueuePair {
             );
             (qpn, h.keys.next_u64())
         });
+        let keys = match auth_mode(ctx, &attr) {
+            AuthMode::None => None,
+            _ => Some(KeyPair::generate().map_err(|e| VerbsError::Io(e.to_string()))?),
+        };
         Ok(QueuePair {
             inner: Arc::new(QpInner {
                 qpn,
                 token,
+                keys,
                 ctx: ctx.clone(),
                 _pd: pd.clone(),
                 _send_cq: send_cq.clone(),
@@ -323,6 +352,7 @@ impl QueuePair {
     /// header, token extension and verbs header): "MTU payload" of a message.
     pub fn packet_payload(&self) -> usize {
         self.inner.attr.mtu
+            - auth_mode(&self.inner.ctx, &self.inner.attr).overhead()
             - rondo_proto::wire::DATA_HEADER_LEN
             - rondo_proto::wire::token_overhead(Some(0))
             - HEADER_LEN
@@ -355,6 +385,8 @@ impl QueuePair {
             paths: self.inner.attr.paths,
             mtu: self.inner.attr.mtu as u32,
             addr,
+            auth: auth_mode(&self.inner.ctx, &self.inner.attr),
+            public_key: self.inner.keys.as_ref().map_or([0; 32], KeyPair::public),
         }
     }
 
@@ -367,6 +399,21 @@ impl QueuePair {
                 remote.paths, remote.mtu, a.paths, a.mtu
             )));
         }
+        let mode = auth_mode(&self.inner.ctx, a);
+        if remote.auth != mode {
+            return Err(VerbsError::BadEndpoint(format!(
+                "peer authenticates datagrams with {}, this QP with {}; create both with the same QpInitAttr::auth",
+                remote.auth.name(),
+                mode.name()
+            )));
+        }
+        let sealer = match &self.inner.keys {
+            Some(k) => Some(
+                k.agree(self.inner.qpn, &remote.public_key, remote.qpn, mode)
+                    .map_err(|e| VerbsError::BadEndpoint(e.to_string()))?,
+            ),
+            None => None,
+        };
         match (&self.inner.ctx.inner.backend, &remote.addr) {
             (
                 Backend::Mem { fabric, host, .. },
@@ -399,13 +446,17 @@ impl QueuePair {
                 let h = &mut s.host.host;
                 let seed = h.keys.next_u64();
                 let token = self.inner.token ^ remote.token;
-                let cfg = Self::flow_config(a, h.line_rate_bps, seed, token);
+                let mut cfg = Self::flow_config(a, h.line_rate_bps, seed, token);
+                cfg.mtu -= mode.overhead();
                 s.dp.check_flow(&cfg).map_err(|e| VerbsError::InvalidAttr {
                     name: "mtu",
                     reason: e.to_string(),
                 })?;
                 let h = &mut s.host.host;
                 h.connect(now, self.inner.qpn, remote.qpn, &cfg)?;
+                if let Some(sealer) = sealer {
+                    s.host.host.add_flow(self.inner.qpn, sealer);
+                }
                 s.dp.add_peer(self.inner.qpn, paths.clone())
                     .map_err(|e| VerbsError::BadEndpoint(e.to_string()))?;
                 Ok(())
@@ -417,8 +468,9 @@ impl QueuePair {
                     .ctx
                     .with_host(|h, _| (h.keys.next_u64(), h.line_rate_bps));
                 let token = self.inner.token ^ remote.token;
-                let cfg = Self::flow_config(a, line_rate, seed, token);
-                v.connect(self.inner.qpn, remote.qpn, &cfg, info)
+                let mut cfg = Self::flow_config(a, line_rate, seed, token);
+                cfg.mtu -= mode.overhead();
+                v.connect(self.inner.qpn, remote.qpn, &cfg, info, sealer)
             }
             _ => Err(VerbsError::BadEndpoint(
                 "the peer is on another device or fabric; connect QPs of the same backend".into(),
@@ -498,9 +550,12 @@ mod tests {
             paths: 4,
             mtu: 4096,
             addr: PeerAddr::Mem { fabric: 1, host: 2 },
+            auth: AuthMode::None,
+            public_key: [0; 32],
         };
         let mut b = mem.to_bytes();
-        b.truncate(23);
+        // RQPE, version, auth mode, public key, qpn, token, paths, mtu.
+        b.truncate(4 + 1 + 1 + 32 + 4 + 8 + 2 + 4);
         b.push(KIND_VERBS);
         b.extend_from_slice(&[0; 40]);
         match QpEndpoint::from_bytes(&b) {

@@ -293,6 +293,12 @@ pub struct QpInitAttr {
     /// Engine parameters; `paths`, `mtu`, `seed`, `line_rate_bps`, `initial_psn` and the
     /// token are set by the QP.
     pub flow: FlowConfig,
+    /// Datagram authentication on real backends (`udp`, `verbs`): an X25519 key
+    /// agreed through the descriptors, a tag and a replay window on every
+    /// datagram (`docs/wire.md`, "Authentication trailer"). Both sides must use
+    /// the same (checked at `connect`). The `mem` fabric always uses
+    /// `AuthMode::None` (its runs stay deterministic and identical to before).
+    pub auth: rondo_proto::auth::AuthMode,
 }
 
 impl QpInitAttr {
@@ -350,6 +356,7 @@ impl Default for QpInitAttr {
             timeout: 14,
             retry_cnt: 7,
             flow: FlowConfig::default(),
+            auth: rondo_proto::auth::AuthMode::default(),
         }
     }
 }
@@ -431,6 +438,14 @@ pub struct ContextStats {
     pub fault_dropped: u64,
     /// `udp` fault injection: datagrams held back and delivered after a later one.
     pub fault_reordered: u64,
+    /// Authentication: datagrams dropped because their tag did not match (forged,
+    /// mangled, another key or mode).
+    pub auth_bad_tag: u64,
+    /// Authentication: datagrams dropped as replays (sequence number seen or
+    /// below the window).
+    pub auth_replayed: u64,
+    /// Authentication: datagrams dropped as too short for the trailer.
+    pub auth_truncated: u64,
 }
 
 /// One device a [`crate::Context`] can open.

@@ -18,6 +18,7 @@ use crate::types::ContextStats;
 use crate::VerbsError;
 use rondo_proto::rng::Rng;
 use rondo_proto::{Endpoint, Host, Instant, PayloadRef, Transmit, TxBuffer};
+use rondo_ud::auth::Authenticated;
 use rondo_ud::udp::{UdpConfig, UdpDatapath, Waiter, Waker};
 use std::net::SocketAddr;
 
@@ -72,7 +73,8 @@ impl Default for UdpAttr {
 
 /// The verbs host with receive-side fault injection in front of it.
 pub(crate) struct UdpHost {
-    pub host: VerbsHost,
+    /// The verbs host behind the datagram authentication of its connections.
+    pub host: Authenticated<VerbsHost>,
     loss: f64,
     reorder: f64,
     rng: Rng,
@@ -87,7 +89,7 @@ impl UdpHost {
     /// [0, 1]), from a generator seeded with `seed`. The `verbs` backend uses it too.
     pub(crate) fn new(host: VerbsHost, loss: f64, reorder: f64, seed: u64) -> UdpHost {
         UdpHost {
-            host,
+            host: Authenticated::new(host),
             loss,
             reorder,
             rng: Rng::new(seed),
@@ -99,9 +101,13 @@ impl UdpHost {
 
     /// The host's counters and those of the fault injection.
     pub(crate) fn context_stats(&self) -> ContextStats {
+        let auth = self.host.stats();
         ContextStats {
             fault_dropped: self.dropped,
             fault_reordered: self.reordered,
+            auth_bad_tag: auth.bad_tag,
+            auth_replayed: auth.replayed,
+            auth_truncated: auth.truncated,
             ..self.host.context_stats()
         }
     }

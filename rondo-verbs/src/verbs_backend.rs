@@ -239,6 +239,7 @@ impl VerbsBackend {
         remote_qpn: u32,
         cfg: &FlowConfig,
         info: &EndpointInfo,
+        sealer: Option<rondo_proto::auth::Sealer>,
     ) -> Result<(), VerbsError> {
         let mut s = self.lock();
         // Refuse a second connect before routing anything (the host would refuse it
@@ -268,7 +269,11 @@ impl VerbsBackend {
             reason: e.to_string(),
         })?;
         let now = s.clock.now();
-        s.host.host.connect(now, qpn, remote_qpn, cfg)
+        s.host.host.connect(now, qpn, remote_qpn, cfg)?;
+        if let Some(sealer) = sealer {
+            s.host.host.add_flow(qpn, sealer);
+        }
+        Ok(())
     }
 
     pub(crate) fn verbs_stats(&self) -> VerbsContextStats {

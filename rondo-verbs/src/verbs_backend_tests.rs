@@ -102,15 +102,18 @@ fn verbs_descriptors_round_trip_and_refuse_bad_records() {
         paths: 4,
         mtu: 4096,
         addr: PeerAddr::Verbs { info: record() },
+        auth: rondo_proto::auth::AuthMode::Auth,
+        public_key: [7; 32],
     };
     let b = e.to_bytes();
-    // RQPE, version, qpn, token, paths, mtu, kind 2, the 40-byte record.
-    assert_eq!(b.len(), 4 + 1 + 4 + 8 + 2 + 4 + 1 + 40);
-    assert_eq!(b[23], 2, "address kind");
-    assert_eq!(&b[24..28], b"RNDV");
-    assert_eq!(&b[24..], &record().encode()[..]);
+    // RQPE, version, auth mode, public key, qpn, token, paths, mtu, kind 2, the
+    // 40-byte record.
+    assert_eq!(b.len(), 4 + 1 + 1 + 32 + 4 + 8 + 2 + 4 + 1 + 40);
+    assert_eq!(b[56], 2, "address kind");
+    assert_eq!(&b[57..61], b"RNDV");
+    assert_eq!(&b[57..], &record().encode()[..]);
     assert_eq!(QpEndpoint::from_bytes(&b), Ok(e.clone()));
-    for cut in 24..b.len() {
+    for cut in 57..b.len() {
         assert!(
             matches!(
                 QpEndpoint::from_bytes(&b[..cut]),

@@ -4,6 +4,7 @@
 
 mod common;
 use common::{pattern, Pair, Side};
+use rondo_proto::auth::AuthMode;
 use rondo_verbs::*;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -25,6 +26,10 @@ fn qp_attr() -> QpInitAttr {
 }
 
 fn udp_side(udp: UdpAttr) -> Side {
+    udp_side_auth(udp, AuthMode::default())
+}
+
+fn udp_side_auth(udp: UdpAttr, auth: AuthMode) -> Side {
     let ctx = Context::open_udp(
         ContextAttr {
             max_mtu: 1500,
@@ -35,7 +40,9 @@ fn udp_side(udp: UdpAttr) -> Side {
     .unwrap();
     let pd = ctx.alloc_pd().unwrap();
     let cq = ctx.create_cq(1024).unwrap();
-    let qp = ctx.create_qp(&pd, &cq, &cq, qp_attr()).unwrap();
+    let qp = ctx
+        .create_qp(&pd, &cq, &cq, QpInitAttr { auth, ..qp_attr() })
+        .unwrap();
     let mr = pd.register(MR, AccessFlags::ALL).unwrap();
     Side {
         ctx,
@@ -47,11 +54,19 @@ fn udp_side(udp: UdpAttr) -> Side {
 }
 
 fn udp_pair(udp: UdpAttr) -> (Side, Side) {
-    let a = udp_side(udp.clone());
-    let b = udp_side(UdpAttr {
-        fault_seed: udp.fault_seed + 1,
-        ..udp
-    });
+    udp_pair_auth(udp, AuthMode::default())
+}
+
+/// A connected pair whose QPs authenticate with `auth`.
+fn udp_pair_auth(udp: UdpAttr, auth: AuthMode) -> (Side, Side) {
+    let a = udp_side_auth(udp.clone(), auth);
+    let b = udp_side_auth(
+        UdpAttr {
+            fault_seed: udp.fault_seed + 1,
+            ..udp
+        },
+        auth,
+    );
     a.qp.connect(&b.qp.endpoint()).unwrap();
     b.qp.connect(&a.qp.endpoint()).unwrap();
     (a, b)
@@ -122,7 +137,8 @@ fn exercise(a: &Side, b: &Side, rounds: usize) {
 
 #[test]
 fn every_operation_over_udp_loopback() {
-    let (a, b) = udp_pair(UdpAttr::default());
+    // Zero copy needs `none`: an authenticated datagram is sealed as one buffer.
+    let (a, b) = udp_pair_auth(UdpAttr::default(), AuthMode::None);
     assert_eq!(a.ctx.device_name(), "udp");
     assert_eq!(a.ctx.local_addrs().len(), 4);
     exercise(&a, &b, 6);
@@ -169,7 +185,9 @@ fn byte_exact_over_udp_with_loss_and_reordering() {
 
 #[test]
 fn forged_udp_datagrams_are_counted_and_dropped() {
-    let (a, b) = udp_pair(UdpAttr::default());
+    // Under `none` the engine's checks see them (under `auth` the tag check does:
+    // `every_operation_and_forgeries_under_auth_and_encrypt`).
+    let (a, b) = udp_pair_auth(UdpAttr::default(), AuthMode::None);
     let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let target = b.ctx.local_addrs()[0];
     // Garbage, and a well-formed header for B's QP with no token.
@@ -546,5 +564,79 @@ fn wait_returns_completions_as_they_come_with_and_without_a_progress_thread() {
             "progress thread on A: {a_thread}"
         );
         assert!(got == data, "progress thread on A: {a_thread}");
+    }
+}
+
+#[test]
+fn two_udp_contexts_with_the_same_seed_draw_different_keys_from_the_os() {
+    // Issue 15 row 11: a real datapath's keys, QP numbers and token halves come
+    // from the OS CSPRNG, not from `ContextAttr::seed` (which only the
+    // deterministic `mem` fabric uses).
+    let a = udp_side(UdpAttr::default());
+    let b = udp_side(UdpAttr::default());
+    assert_ne!(
+        (a.mr.lkey(), a.mr.rkey()),
+        (b.mr.lkey(), b.mr.rkey()),
+        "same seed, same keys"
+    );
+    assert_ne!(a.qp.endpoint().token, b.qp.endpoint().token);
+    // Within one context, too, draws are independent values.
+    let mr2 = a.pd.register(4096, AccessFlags::ALL).unwrap();
+    assert_ne!(mr2.rkey(), a.mr.rkey());
+}
+
+#[test]
+fn every_operation_and_forgeries_under_auth_and_encrypt() {
+    for auth in [AuthMode::Auth, AuthMode::Encrypt] {
+        let (a, b) = udp_pair_auth(UdpAttr::default(), auth);
+        exercise(&a, &b, 2);
+        // A datagram B really sent, replayed to A, and mangled in one byte.
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let target = a.ctx.local_addrs()[0];
+        let mut d = vec![0u8; 200];
+        let repr = rondo_proto::wire::Repr {
+            common: rondo_proto::wire::CommonRepr {
+                flow: a.qp.qp_num(),
+                psn: rondo_proto::Psn(0),
+                path: 0,
+                flags: rondo_proto::wire::Flags::empty(),
+                timestamp_ns: 0,
+            },
+            body: rondo_proto::wire::Body::Data(rondo_proto::wire::DataRepr {
+                msg_id: 0,
+                msg_len: 50,
+                offset: 0,
+                payload_len: 50,
+            }),
+        };
+        let n = repr.buffer_len();
+        repr.emit(&mut d).unwrap();
+        // A forged sequence number and tag after it.
+        d[n..n + 8].copy_from_slice(&77u64.to_be_bytes());
+        sock.send_to(&d[..n + 24], target).unwrap();
+        sock.send_to(&d[..20], target).unwrap();
+        let start = std::time::Instant::now();
+        while a.ctx.stats().auth_bad_tag + a.ctx.stats().auth_truncated < 2 {
+            assert!(
+                start.elapsed().as_secs() < 30,
+                "{auth:?} {:?}",
+                a.ctx.stats()
+            );
+            std::thread::yield_now();
+        }
+        let s = a.ctx.stats();
+        assert_eq!((s.auth_bad_tag, s.auth_truncated), (1, 1), "{auth:?}");
+        assert_eq!(s.bad_token + s.malformed, 0, "the engine never saw them");
+        exercise(&a, &b, 1);
+    }
+}
+
+#[test]
+fn mismatched_auth_modes_are_refused_at_connect() {
+    let a = udp_side_auth(UdpAttr::default(), AuthMode::Auth);
+    let b = udp_side_auth(UdpAttr::default(), AuthMode::None);
+    match a.qp.connect(&b.qp.endpoint()) {
+        Err(VerbsError::BadEndpoint(m)) => assert!(m.contains("none"), "{m}"),
+        other => panic!("{other:?}"),
     }
 }

@@ -438,3 +438,16 @@ fn the_server_survives_foreign_and_bad_input() {
     assert!(log.contains("message size 0 is out of range"), "{log}");
     assert!(log.contains("closed the control connection"), "{log}");
 }
+
+#[test]
+fn a_client_with_another_auth_mode_is_refused_at_the_exchange() {
+    // The server runs the default (`auth`); a client asking for `none` is refused
+    // with the reason, and the next client (the default) runs.
+    let server = Server::start(&[]);
+    let out = server.client(&["-n", "5", "--auth", "none"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("authentication mismatch"), "{err}");
+    let v = server.json(&["-s", "8192", "-n", "20", "--verify"]);
+    assert_eq!(v["verified"], true, "{v}");
+}

@@ -116,41 +116,62 @@ pub(crate) fn wc_opcode(op: Opcode) -> WcOpcode {
     }
 }
 
-/// Key, QP-number and seed source: seeded for `mem`, from OS randomness otherwise.
-pub(crate) struct Keys {
-    rng: Rng,
+/// Key, QP-number and seed source: seeded for `mem` (deterministic runs), the
+/// OS CSPRNG for real datapaths, one draw per value (issue 15 row 11: keys,
+/// tokens and QP numbers of a real context are not one seeded stream whose
+/// outputs go on the wire in clear).
+pub(crate) enum Keys {
+    /// A seeded generator (the in-memory fabric and unit tests).
+    Seeded(Rng),
+    /// Every value drawn from the operating system (`getrandom`).
+    Os,
 }
 
 impl Keys {
     pub(crate) fn seeded(seed: u64) -> Keys {
-        Keys {
-            rng: Rng::new(seed),
-        }
+        Keys::Seeded(Rng::new(seed))
     }
 
-    /// A generator seeded from `/dev/urandom`, for real backends.
+    /// Values from the OS CSPRNG, for real backends; fails when it cannot be read.
     pub(crate) fn from_os() -> Result<Keys, VerbsError> {
-        use std::io::Read;
-        let mut b = [0u8; 8];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut b))
-            .map_err(|e| VerbsError::Io(format!("reading /dev/urandom for keys: {e}")))?;
-        Ok(Keys::seeded(u64::from_ne_bytes(b)))
+        getrandom::u64()
+            .map_err(|e| VerbsError::Io(format!("reading the OS random source for keys: {e}")))?;
+        Ok(Keys::Os)
     }
 
     pub(crate) fn next_u64(&mut self) -> u64 {
-        self.rng.next_u64()
+        match self {
+            Keys::Seeded(rng) => rng.next_u64(),
+            // `from_os` checked that the source works; should it fail later, the
+            // value is taken from the kernel's address-space randomisation and the
+            // clock (still unpredictable to a peer, never a fixed stream).
+            Keys::Os => getrandom::u64().unwrap_or_else(|_| fallback_u64()),
+        }
     }
 
     /// A nonzero 32-bit value for which `taken` is false.
     fn fresh(&mut self, bits: u32, taken: impl Fn(u32) -> bool) -> u32 {
         loop {
-            let k = (self.rng.next_u64() >> (64 - bits)) as u32;
+            let k = (self.next_u64() >> (64 - bits)) as u32;
             if k != 0 && !taken(k) {
                 return k;
             }
         }
     }
+}
+
+/// A value for the unlikely case that the OS random source stops working after
+/// it worked at open: std's per-process random hash keys over the clock.
+fn fallback_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish()
 }
 
 /// The verbs layer of one context.

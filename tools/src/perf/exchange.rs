@@ -158,6 +158,10 @@ pub struct Hello {
     /// Rondo: engine settings of both sides' queue pairs (`--engine KEY=VALUE`).
     #[serde(default)]
     pub engine: Vec<String>,
+    /// Rondo: datagram authentication of both sides' queue pairs (`--auth`:
+    /// `auth`, `encrypt` or `none`; absent: `auth`).
+    #[serde(default = "default_auth")]
+    pub auth: String,
 }
 
 /// A buffer the peer may WRITE into or READ from.
@@ -306,6 +310,10 @@ pub enum ExchangeError {
     /// The server refused the run.
     #[error("the server rejected the run: {0}")]
     Rejected(String),
+}
+
+fn default_auth() -> String {
+    "auth".into()
 }
 
 /// Encodes one frame.
@@ -492,6 +500,7 @@ mod tests {
             regions: Vec::new(),
             udp_paths: vec!["127.0.0.1:4000".parse().unwrap()],
             engine: vec!["scheduler=false".into()],
+            auth: "encrypt".into(),
         }
     }
 

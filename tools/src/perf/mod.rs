@@ -85,6 +85,10 @@ pub struct ServerArgs {
     device: DeviceArgs,
     #[command(flatten)]
     net: NetArgs,
+    /// Datagram authentication this server runs (`auth`, `encrypt`, `none`): a
+    /// client asking for another is refused at the exchange.
+    #[arg(long, default_value = "auth", value_name = "MODE")]
+    auth: rondo_proto::auth::AuthMode,
 }
 
 /// Where this side's UDP sockets are and where they send (both roles).
@@ -162,8 +166,14 @@ pub struct ClientArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    /// Rondo on UDP and RDMA devices: datagram authentication of both sides'
+    /// queue pairs, `auth` (tag over header and payload), `encrypt` (payload
+    /// encrypted too) or `none` (docs/wire.md); the server must allow it.
+    #[arg(long, default_value = "auth", value_name = "MODE")]
+    auth: rondo_proto::auth::AuthMode,
     /// Datagram size in bytes, headers included (Rondo's MTU). UDP: default 4156,
-    /// 4096 bytes of Rondo payload as RoCE's 4096 MTU. RDMA device: default 4096,
+    /// 4096 bytes of Rondo payload as RoCE's 4096 MTU (4180 with `--auth auth` or
+    /// `encrypt`: the 24-byte trailer on top). RDMA device: default 4096,
     /// at most the port's active MTU; `--transport rc`: the path MTU (256, 512,
     /// 1024, 2048 or 4096).
     #[arg(short, long)]
@@ -205,6 +215,11 @@ impl ClientArgs {
             transport: self.transport,
             backend: self.device.backend,
             mtu: self.mtu.unwrap_or(match self.device.backend {
+                // Room for the authentication trailer, so that a 4 KiB message
+                // stays one packet.
+                Backend::Udp if matches!(self.transport, Transport::Engine(_)) => {
+                    DEFAULT_MTU + self.auth.overhead() as u32
+                }
                 Backend::Udp => DEFAULT_MTU,
                 Backend::Verbs => DEFAULT_RDMA_MTU,
             }),
@@ -221,6 +236,7 @@ impl ClientArgs {
             regions: Vec::new(),
             udp_paths: Vec::new(),
             engine: self.engine.clone(),
+            auth: self.auth.name().into(),
         }
     }
 }

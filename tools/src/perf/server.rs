@@ -47,7 +47,7 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
         served += 1;
         match Control::new(stream)
             .map_err(anyhow::Error::from)
-            .and_then(|mut c| serve(&mut c, rdma.as_ref(), args.net))
+            .and_then(|mut c| serve(&mut c, rdma.as_ref(), args.net, args.auth))
         {
             Ok(line) => eprintln!("client {peer}: {line}"),
             Err(e) => eprintln!("client {peer}: error: {e:#}"),
@@ -56,8 +56,26 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses a client whose `--auth` is not the server's.
+fn check_auth(h: &Hello, server: rondo_proto::auth::AuthMode) -> anyhow::Result<()> {
+    let asked: rondo_proto::auth::AuthMode = h.auth.parse().map_err(anyhow::Error::msg)?;
+    if h.transport != Transport::RawUdp && asked != server {
+        anyhow::bail!(
+            "authentication mismatch: the client asks for --auth {}, this server runs --auth {}; give both the same",
+            asked.name(),
+            server.name()
+        );
+    }
+    Ok(())
+}
+
 /// Serves one client; returns the line to log.
-fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>, net: NetArgs) -> anyhow::Result<String> {
+fn serve(
+    ctrl: &mut Control,
+    rdma: Option<&RdmaDevice>,
+    net: NetArgs,
+    auth: rondo_proto::auth::AuthMode,
+) -> anyhow::Result<String> {
     let hello = match ctrl.expect(SETUP_TIMEOUT, "hello", |m| match m {
         Message::Hello(h) => Some(h),
         _ => None,
@@ -80,6 +98,7 @@ fn serve(ctrl: &mut Control, rdma: Option<&RdmaDevice>, net: NetArgs) -> anyhow:
     };
     let checked = check(&hello)
         .and_then(|()| check_net(&hello, net))
+        .and_then(|()| check_auth(&hello, auth))
         .and_then(|()| match (hello.backend, rdma) {
         (Backend::Verbs, None) => Err(anyhow::anyhow!(
             "this server has no RDMA device: start it with `rondo perf server --backend verbs --device NAME --gid-index N`"

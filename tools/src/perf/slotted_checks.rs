@@ -34,6 +34,7 @@ pub(super) fn hello(op: Op, size: u64, n: u64) -> Hello {
         regions: Vec::new(),
         udp_paths: Vec::new(),
         engine: Vec::new(),
+        auth: "auth".into(),
     }
 }
 

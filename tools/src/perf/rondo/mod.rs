@@ -98,6 +98,7 @@ impl Side {
                 paths: h.paths as u16,
                 mtu: h.mtu as usize,
                 flow: flow_config(ctx, h)?,
+                auth: h.auth.parse().map_err(anyhow::Error::msg)?,
                 ..QpInitAttr::default()
             };
             qps.push(
