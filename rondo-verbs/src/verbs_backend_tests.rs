@@ -130,7 +130,7 @@ fn verbs_descriptors_round_trip_and_refuse_bad_records() {
     ));
     // A record that does not decode (MTU 9000 is no RoCE MTU) is refused.
     let mut bad = b.clone();
-    bad[24 + 20..24 + 24].copy_from_slice(&9000u32.to_be_bytes());
+    bad[57 + 20..57 + 24].copy_from_slice(&9000u32.to_be_bytes());
     match QpEndpoint::from_bytes(&bad) {
         Err(VerbsError::BadEndpoint(m)) => assert!(m.contains("MTU"), "{m}"),
         other => panic!("{other:?}"),
