@@ -1,17 +1,12 @@
 //! Runs the `rondo` binary as a user would.
 
+mod common;
+
+use common::rondo;
 use serde_json::Value;
-use std::process::{Command, Output};
 
 /// 8 MB: long enough for the scheduler to settle, short enough for a debug build.
 const BYTES: &str = "8000000";
-
-fn rondo(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rondo"))
-        .args(args)
-        .output()
-        .expect("run the rondo binary")
-}
 
 fn demo_json(extra: &[&str]) -> (String, Value) {
     let mut args = vec!["demo", "--bytes", BYTES, "--json"];

@@ -1,40 +1,17 @@
 //! Runs `rondo sim` as a user would.
 
+mod common;
+
+use common::{fails, fresh_temp, ok_stdout};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn rondo(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rondo"))
-        .args(args)
-        .output()
-        .expect("run the rondo binary")
-}
-
-/// Stdout of a run that must succeed.
-fn ok_stdout(args: &[&str]) -> Vec<u8> {
-    let out = rondo(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "rondo {args:?} failed: {stderr}");
-    out.stdout
-}
-
-fn ok_text(args: &[&str]) -> String {
-    String::from_utf8(ok_stdout(args)).expect("stdout is UTF-8")
-}
 
 fn ok_json(args: &[&str]) -> Value {
-    serde_json::from_slice(&ok_stdout(args)).expect("stdout is one JSON object")
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = rondo(args);
-    assert!(!out.status.success(), "rondo {args:?} should fail");
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    serde_json::from_str(&ok_stdout(args)).expect("stdout is one JSON object")
 }
 
 fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("rondo-sim-cli-{}-{name}", std::process::id()))
+    fresh_temp("sim-cli", name)
 }
 
 /// A short scenario file in the format.
@@ -190,7 +167,7 @@ fn bad_scenario_files_are_named_with_the_key() {
 
 #[test]
 fn list_shows_every_builtin() {
-    let text = ok_text(&["sim", "--list"]);
+    let text = ok_stdout(&["sim", "--list"]);
     // sim/tests/scenario_parse.rs pins the names; here each one must be listed.
     for b in rondo_sim::scenario::builtins() {
         assert!(
@@ -205,7 +182,7 @@ fn list_shows_every_builtin() {
 fn a_builtin_sweep_prints_a_table_and_writes_trace_and_chart() {
     let dir = temp("trace");
     let svg = temp("fig20.svg");
-    let text = ok_text(&[
+    let text = ok_stdout(&[
         "sim",
         "--builtin",
         "fig20",
@@ -253,7 +230,7 @@ fn a_builtin_sweep_prints_a_table_and_writes_trace_and_chart() {
 #[test]
 fn a_sweep_draws_lines_against_its_parameter() {
     let svg = temp("fig4.svg");
-    let text = ok_text(&[
+    let text = ok_stdout(&[
         "sim",
         "--builtin",
         "fig4",

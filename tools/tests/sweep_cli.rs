@@ -3,27 +3,12 @@
 
 mod common;
 
-use common::rondo;
+use common::{fails, fresh_temp, ok_stdout};
 use serde_json::Value;
 use std::path::PathBuf;
 
-fn ok_stdout(args: &[&str]) -> String {
-    let out = rondo(args);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "rondo {args:?} failed: {stderr}");
-    String::from_utf8(out.stdout).expect("stdout is UTF-8")
-}
-
-fn fails(args: &[&str]) -> String {
-    let out = rondo(args);
-    assert!(!out.status.success(), "rondo {args:?} should fail");
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 fn temp(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("rondo-sweep-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    p
+    fresh_temp("sweep-cli", name)
 }
 
 /// Two unequal paths, a short run: a small reorder buffer costs goodput.

@@ -100,3 +100,27 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// Stdout of `rondo args`, which must succeed.
+pub fn ok_stdout(args: &[&str]) -> String {
+    let out = rondo(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "rondo {args:?} failed: {stderr}");
+    String::from_utf8(out.stdout).expect("stdout is UTF-8")
+}
+
+/// Stderr of `rondo args`, which must fail.
+pub fn fails(args: &[&str]) -> String {
+    let out = rondo(args);
+    assert!(!out.status.success(), "rondo {args:?} should fail");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A path in the temp directory, unique to this test process and `test` (a test
+/// binary's name) and `name`, with whatever a previous run left there removed.
+pub fn fresh_temp(test: &str, name: &str) -> std::path::PathBuf {
+    let p = std::env::temp_dir().join(format!("rondo-{test}-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&p);
+    let _ = std::fs::remove_file(&p);
+    p
+}
