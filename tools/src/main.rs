@@ -3,8 +3,8 @@
 //! `rondo sim` runs scenario files and the paper's figures on the packet-level
 //! simulator; `rondo perf` measures Rondo (and the raw-UDP ceiling) between two
 //! hosts, perftest style; `rondo doctor` checks a host for the verbs datapath;
-//! `rondo demo` runs one transfer over the simulator's two-host testbed (`rondo_sim::Testbed`) with the
-//! packet scheduler on and off.
+//! `rondo demo` sends one message over the `fig9` built-ins' testbed with the packet
+//! scheduler on and off.
 
 mod chart;
 mod demo;
