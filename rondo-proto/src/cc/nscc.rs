@@ -5,7 +5,7 @@
 //! With T the network base RTT, BDP = line rate x T, a = BDP / ref_BDP,
 //! b = target / ref_RTT (reference point 100 Gbit/s x 12 us) and the values of
 //! REFERENCE.md "UET NSCC" ([`NsccParams`]), on each data ACK
-//! (delay = RTT - the path's base RTT):
+//! (delay = RTT - the flow's base RTT, the smallest of its paths'):
 //! 1. quick adapt, at most once per T + target: after an ACK with delay above
 //!    4 target (or a NACK), if fewer than maxwnd / 8 were acknowledged in the
 //!    period, cwnd = max(acknowledged, 1 packet);
@@ -342,11 +342,17 @@ impl CongestionControl for Nscc {
         }
         self.refresh_scale(paths);
         let s = self.scale;
-        let p = &paths[ack.path];
-        let delay = ack.rtt.or(p.srtt).map(|rtt| {
-            let base = p.base_rtt_or(s.network_rtt);
-            rtt.saturating_sub(base)
-        });
+        // One base RTT for the flow, as NSCC keeps (a path slower by design
+        // shows its extra delay as queueing: docs/baselines.md, "uet").
+        let base = paths
+            .iter()
+            .filter_map(|q| q.base_rtt())
+            .min()
+            .unwrap_or(s.network_rtt);
+        let delay = ack
+            .rtt
+            .or(paths[ack.path].srtt)
+            .map(|rtt| rtt.saturating_sub(base));
         self.achieved += 1.0;
         if let Some(d) = delay {
             let g = self.params.delay_gain;
@@ -622,6 +628,33 @@ mod tests {
         acks(1, &mut s, &paths, 30, 50.0, false);
         assert_eq!(s.quick_adapts(), 0);
         assert!(s.cwnd() > 50.0);
+    }
+
+    #[test]
+    fn delay_is_measured_from_the_flows_smallest_base_rtt() {
+        // Path 1 is 18 us longer by design; T = 12 us.
+        let cfg = FlowConfig {
+            paths: 2,
+            base_rtt: Some(vec![Duration::from_us(12), Duration::from_us(30)]),
+            network_base_rtt: Some(Duration::from_us(12)),
+            ..FlowConfig::default()
+        };
+        let params = NsccParams {
+            initial_window_bdps: 0.5,
+            ..NsccParams::default()
+        };
+        let paths: Vec<PathState> = (0..2).map(|i| PathState::new(&cfg, i)).collect();
+        let mut s = Nscc::with_params(&cfg, Instant::ZERO, params);
+        let w0 = s.cwnd();
+        let mut a = ack(0.0, false);
+        a.path = 1;
+        a.rtt = Some(Duration::from_us(30));
+        for _ in 0..8 {
+            s.on_ack(Instant::from_us(1), &a, &paths);
+        }
+        // 18 us >= target: fair increase (5 per ACK), not proportional (4 at 0 us).
+        assert!(close(s.cwnd(), w0 + 40.0 / w0), "{}", s.cwnd());
+        assert!(close(s.avg_delay_us().unwrap(), 18.0));
     }
 
     #[test]
