@@ -205,7 +205,8 @@ fn baselines_move_every_operation_byte_exact_under_loss() {
     // window; selective repeat or per-path RACK-TLP), ecmp and ar (DCQCN on one
     // hashed path; ar's adaptive routing is the switches', so over loopback it is
     // ecmp), mprdma (one ECN window, ACK-clocked path choice), rc-gbn and rc-sr
-    // (go-back-N and selective NAK with direct placement) over the same sockets.
+    // (go-back-N and selective NAK with direct placement), uet (NSCC's window, REPS
+    // recycled paths, selective repeat) over the same sockets.
     let server = Server::start(&[]);
     for transport in [
         "swift-rps",
@@ -215,6 +216,7 @@ fn baselines_move_every_operation_byte_exact_under_loss() {
         "mprdma",
         "rc-gbn",
         "rc-sr",
+        "uet",
     ] {
         for op in ["write", "read"] {
             let v = server.json(&[

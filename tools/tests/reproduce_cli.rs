@@ -28,7 +28,7 @@ fn writes_the_figures_with_the_papers_numbers_and_a_plot() {
     assert!(!md.contains("## Fig. 10:"), "only the figures asked for");
     // The paper's goodput beside ours, and one row per transport of Fig. 9.
     assert!(md.contains("(paper 68.18)"), "{md}");
-    for t in ["rondo", "rrps", "mprdma", "falcon"] {
+    for t in ["rondo", "rrps", "mprdma", "falcon", "uet"] {
         assert!(
             md.contains(&format!("| fig9-homo | {t} |")),
             "row of {t}: {md}"

@@ -136,8 +136,8 @@ fn set_and_seed_and_transport_override_the_file() {
     ]);
     assert_eq!(v["seed"], 11);
     assert_eq!(v["ideal_gbps"], 50.0);
-    let e = fails(&["sim", f, "--transport", "uet"]);
-    assert!(e.contains("not implemented yet"), "{e}");
+    let e = fails(&["sim", f, "--transport", "tcp"]);
+    assert!(e.contains("tcp") && e.contains("uet"), "{e}");
     let e = fails(&["sim", f, "--set", "transport.reorder_buffer_kb=lots"]);
     assert!(e.contains("transport.reorder_buffer_kb"), "{e}");
     let e = fails(&["sim", f, "--set", "nonsense"]);

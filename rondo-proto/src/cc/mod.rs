@@ -8,7 +8,8 @@
 //! [`Aimd`] (one window per flow, halved on loss: RRPS's), [`Swift`]
 //! (delay-based windows per path: swift-rps, Falcon), [`Dcqcn`] (one paced
 //! rate per flow, cut on ECN echoes: the ecmp, ar and RC baselines') and
-//! [`Mprdma`] (MP-RDMA's ECN window, sends granted per path by its ACKs).
+//! [`Mprdma`] (MP-RDMA's ECN window, sends granted per path by its ACKs) and
+//! [`Nscc`] (UET's window from ECN and delay together).
 //! [`AnyCc`] dispatches statically over them.
 //!
 //! Units: windows in packets (`f64`, fractional), rates in packets per
@@ -18,6 +19,7 @@ mod aimd;
 mod arcc;
 mod dcqcn;
 mod mprdma;
+mod nscc;
 mod plb;
 mod swift;
 
@@ -25,6 +27,7 @@ pub use aimd::Aimd;
 pub use arcc::{Arcc, ArccUpdate};
 pub use dcqcn::{Dcqcn, DcqcnParams, IncreaseStage, WINDOW_BDPS};
 pub use mprdma::Mprdma;
+pub use nscc::{Nscc, NsccParams, NsccScale};
 pub use swift::{Swift, SwiftParams};
 
 use crate::path::PathState;
@@ -145,6 +148,8 @@ pub enum AnyCc {
     Dcqcn(Dcqcn),
     /// MP-RDMA's ECN-driven window with ACK-clocked per-path sends.
     Mprdma(Mprdma),
+    /// UET's NSCC: one window from ECN and queueing delay.
+    Nscc(Nscc),
 }
 
 impl AnyCc {
@@ -179,6 +184,7 @@ macro_rules! dispatch {
             AnyCc::Swift($c) => $e,
             AnyCc::Dcqcn($c) => $e,
             AnyCc::Mprdma($c) => $e,
+            AnyCc::Nscc($c) => $e,
         }
     };
 }

@@ -6,6 +6,7 @@ use crate::cc::{AckSample, CongestionControl};
 use crate::event::Event;
 use crate::path::PathStatus;
 use crate::recovery::LossRecovery;
+use crate::select::PathSelector;
 use crate::time::{Duration, Instant};
 use crate::wire::{CommonRepr, FeedbackRepr, Flags, NakReason};
 use crate::Psn;
@@ -124,6 +125,7 @@ impl Sender {
                 p.consecutive_losses = 0;
                 p.counters.data_acked += 1;
                 self.cc.on_ack(now, &sample, &c.paths);
+                self.selector.on_ack(now, path, ecn);
                 if ecn {
                     c.stats.ecn_echoes += 1;
                 }

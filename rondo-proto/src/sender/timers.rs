@@ -7,6 +7,7 @@ use crate::event::Event;
 use crate::path::PathStatus;
 use crate::recovery::LossRecovery;
 use crate::scheduler::PacketSelector;
+use crate::select::PathSelector;
 use crate::time::Instant;
 use std::collections::VecDeque;
 
@@ -57,6 +58,7 @@ impl Sender {
         if self.recovery.on_timeout(now, &mut self.core, events) {
             self.select_blocked = false;
             self.cc.on_rto(now, &self.core.paths);
+            self.selector.on_rto(now);
         }
         self.settle(now);
         events.append(&mut self.core.pending_path_events);

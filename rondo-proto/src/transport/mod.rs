@@ -26,6 +26,7 @@ pub mod rc;
 mod rondo;
 mod rrps;
 mod swift_rps;
+mod uet;
 
 use crate::cc::AnyCc;
 use crate::config::FlowConfig;
@@ -69,6 +70,7 @@ const REGISTRY: &[Entry] = &[
     rc::GBN,
     rc::SR,
     mprdma::ENTRY,
+    uet::ENTRY,
 ];
 
 /// A transport, chosen by name.
