@@ -103,14 +103,14 @@ impl Drop for RunSlot {
 /// Parses a byte count with an optional binary suffix: `1048576`, `512K`, `64M`,
 /// `1.5G` (K, M, G, T: powers of 1024; a trailing `B` or `iB` is allowed).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let t = t
-        .strip_suffix("iB")
-        .or_else(|| t.strip_suffix('B'))
-        .unwrap_or(t);
+    let upper = s.trim().to_ascii_uppercase();
+    let t = upper
+        .strip_suffix("IB")
+        .or_else(|| upper.strip_suffix('B'))
+        .unwrap_or(&upper);
     let (number, shift) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
-            let shift = match c.to_ascii_uppercase() {
+            let shift = match c {
                 'K' => 10,
                 'M' => 20,
                 'G' => 30,
