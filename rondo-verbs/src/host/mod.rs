@@ -11,8 +11,8 @@ mod tests;
 use crate::cq::CqShared;
 use crate::mr::MrShared;
 use crate::types::{
-    ContextStats, Opcode, QpInitAttr, QpState, QpStats, RecvWr, SendWr, Sge, WcOpcode, WcStatus,
-    WorkCompletion,
+    AsyncEvent, ContextStats, Opcode, QpInitAttr, QpState, QpStats, RecvWr, SendWr, Sge, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 use crate::VerbsError;
 use placement::{lock, KeyTables, RequestPlacement, RxState};
@@ -193,6 +193,9 @@ pub(crate) struct VerbsHost {
     scratch: Vec<(u32, ConnectionHandle)>,
     /// Line rate given to each QP's engine flow.
     pub line_rate_bps: u64,
+    /// Async events not yet taken by the application (at most one per CQ and one
+    /// per QP: each reports a state a CQ or QP enters once).
+    pub async_events: VecDeque<AsyncEvent>,
 }
 
 impl VerbsHost {
@@ -208,6 +211,7 @@ impl VerbsHost {
             acks_due: Vec::new(),
             scratch: Vec::new(),
             line_rate_bps,
+            async_events: VecDeque::new(),
         }
     }
 
@@ -419,6 +423,29 @@ impl VerbsHost {
         }
     }
 
+    /// Reports CQs that overran and moves the QPs that complete on them to error
+    /// (ibverbs' `IBV_EVENT_CQ_ERR`, then `IBV_EVENT_QP_FATAL` for each such QP):
+    /// a lost completion leaves a QP whose requests can no longer be accounted for.
+    pub(crate) fn fail_overrun_qps(&mut self) {
+        let mut failed = Vec::new();
+        for slot in self.qps.values() {
+            for cq in [&slot.send_cq, &slot.recv_cq] {
+                if let Some(cq) = cq.take_overrun() {
+                    self.async_events.push_back(AsyncEvent::CqError { cq });
+                }
+            }
+            let overran = slot.send_cq.overflowed() || slot.recv_cq.overflowed();
+            if overran && slot.state != QpState::Error {
+                failed.push(slot.qpn);
+            }
+        }
+        for qpn in failed {
+            self.fail_qp(qpn, None);
+            self.async_events
+                .push_back(AsyncEvent::QpFatal { qp_num: qpn });
+        }
+    }
+
     /// Handles every pending engine event of every QP.
     pub(crate) fn process_events(&mut self, now: Instant) {
         // Reused between calls: this runs after every datagram.
@@ -438,6 +465,7 @@ impl VerbsHost {
             }
         }
         self.scratch = qpns;
+        self.fail_overrun_qps();
         for (h, next_msg, rx) in &mut self.orphans {
             while let Some(ev) = self.endpoint.poll_event(*h) {
                 let Event::Received { data, .. } = ev else {
