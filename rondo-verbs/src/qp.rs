@@ -240,7 +240,7 @@ struct QpInner {
 
 impl Drop for QpInner {
     fn drop(&mut self) {
-        self.ctx.with_host(|h, _| h.destroy_qp(self.qpn));
+        self.ctx.with_host(|h, now| h.destroy_qp(now, self.qpn));
     }
 }
 

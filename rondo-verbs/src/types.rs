@@ -465,6 +465,10 @@ pub struct ContextStats {
     pub auth_replayed: u64,
     /// Authentication: datagrams dropped as too short for the trailer.
     pub auth_truncated: u64,
+    /// Authentication: connections whose datagrams are sealed now (a gauge: a
+    /// destroyed QP's key goes when its connection does, after it stopped refusing
+    /// requests).
+    pub auth_flows: u64,
 }
 
 /// One device a [`crate::Context`] can open.
