@@ -59,7 +59,10 @@ fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
             "{text}"
         );
         assert!(text.contains("wrong rkey: remote access error"), "{text}");
-        assert!(text.contains("timeout and retry_cnt reach the QP"), "{text}");
+        assert!(
+            text.contains("timeout and retry_cnt reach the QP"),
+            "{text}"
+        );
         // The faults were injected: each context's closing line counts them.
         let dropped: u64 = text
             .lines()

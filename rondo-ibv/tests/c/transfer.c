@@ -120,6 +120,11 @@ static void retry_attributes(struct side *s)
 	attr.retry_cnt = 8;
 	if (ibv_modify_qp(s->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT) != EINVAL) FAIL("retry_cnt 8 accepted");
 	check_retry(s, 12, 3, "after refused values");
+	/* Back to the values of RTS for the transfers (12 and 3 give up after 67 ms). */
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT)) FAIL("timeout 14, retry_cnt 7");
+	check_retry(s, 14, 7, "after setting them back");
 	printf("timeout and retry_cnt reach the QP\n");
 }
 
