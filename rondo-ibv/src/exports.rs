@@ -1261,7 +1261,10 @@ fn peer_addr(a: &ibv_ah_attr, fallback: Ipv4Addr) -> SocketAddr {
 }
 
 /// `ibv_modify_qp`: RESET -> INIT -> RTR (connects, see `connect`) -> RTS, and ERR
-/// (flushes).
+/// (flushes). `timeout` and `retry_cnt` (`IBV_QP_TIMEOUT`, `IBV_QP_RETRY_CNT`,
+/// given on the way to RTS or later) become the rondo-verbs QP's local ACK timeout
+/// and retry count; out of range (above 31, above 7), the call fails with EINVAL
+/// and changes nothing.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_modify_qp(
     qp: *mut ibv_qp,
@@ -1281,8 +1284,18 @@ pub unsafe extern "C" fn ibv_modify_qp(
     guard(libc::EIO, || {
         // SAFETY: ours, and the caller's attributes.
         let (q, a) = unsafe { (&mut *(qp as *mut Qp), &*attr) };
+        let timeout = (mask & IBV_QP_TIMEOUT != 0).then_some(a.timeout);
+        let retry_cnt = (mask & IBV_QP_RETRY_CNT != 0).then_some(a.retry_cnt);
+        // Checked before any state change, so that a refused call changes nothing.
+        if timeout.is_some_and(|t| t > 31) || retry_cnt.is_some_and(|r| r > 7) {
+            refuse(&format!(
+                "QP {:#x}: timeout {} / retry_cnt {} out of range (0 to 31, 0 to 7)",
+                q.ex.qp_base.qp_num, a.timeout, a.retry_cnt
+            ));
+            return libc::EINVAL;
+        }
         if mask & IBV_QP_STATE == 0 {
-            return 0;
+            return set_retry(q, timeout, retry_cnt);
         }
         let cur = q.st.state.load(Ordering::Acquire);
         let to = a.qp_state;
@@ -1309,10 +1322,28 @@ pub unsafe extern "C" fn ibv_modify_qp(
                 return libc::EINVAL;
             }
         }
+        let r = set_retry(q, timeout, retry_cnt);
+        if r != 0 {
+            return r;
+        }
         q.st.state.store(to, Ordering::Release);
         q.ex.qp_base.state = to;
         0
     })
+}
+
+/// Gives the QP the `timeout` and `retry_cnt` of an `ibv_modify_qp` (those given).
+fn set_retry(q: &Qp, timeout: Option<u8>, retry_cnt: Option<u8>) -> c_int {
+    if timeout.or(retry_cnt).is_none() {
+        return 0;
+    }
+    match q.qp().set_retry(timeout, retry_cnt) {
+        Ok(()) => 0,
+        Err(e) => {
+            refuse(&format!("QP {:#x}: {e}", q.ex.qp_base.qp_num));
+            errno_of(e)
+        }
+    }
 }
 
 /// `ibv_query_qp`.
@@ -1337,6 +1368,7 @@ pub unsafe extern "C" fn ibv_query_qp(
         // SAFETY: ours.
         let q = unsafe { &*(qp as *mut Qp) };
         let state = q.st.state.load(Ordering::Acquire);
+        let retry = q.qp().retry();
         let a = ibv_qp_attr {
             qp_state: state,
             cur_qp_state: state,
@@ -1347,8 +1379,8 @@ pub unsafe extern "C" fn ibv_query_qp(
             max_rd_atomic: MAX_RD_ATOM as u8,
             max_dest_rd_atomic: MAX_RD_ATOM as u8,
             port_num: 1,
-            timeout: 14,
-            retry_cnt: 7,
+            timeout: retry.0,
+            retry_cnt: retry.1,
             rnr_retry: 7,
             ..ibv_qp_attr::default()
         };

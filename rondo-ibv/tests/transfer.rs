@@ -1,7 +1,9 @@
 //! Our own C verbs program (`tests/c/transfer.c`) under the drop-in: SEND,
 //! WRITE_WITH_IMM and READ of 1 B to 1 MiB, every byte checked, with 1% injected
 //! loss and 5% reordering on arrival (`RONDO_IBV_LOSS`, `RONDO_IBV_REORDER`, seeded);
-//! a WRITE with a wrong rkey completes with `IBV_WC_REM_ACCESS_ERR`.
+//! a WRITE with a wrong rkey completes with `IBV_WC_REM_ACCESS_ERR`; `timeout` and
+//! `retry_cnt` of `ibv_modify_qp` reach the rondo-verbs QP (`ibv_query_qp` reads them
+//! back), and values out of range are refused with EINVAL.
 
 mod common;
 use common::*;
@@ -57,6 +59,10 @@ fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
             "{text}"
         );
         assert!(text.contains("wrong rkey: remote access error"), "{text}");
+        assert!(
+            text.contains("timeout and retry_cnt reach the QP"),
+            "{text}"
+        );
         // The faults were injected: each context's closing line counts them.
         let dropped: u64 = text
             .lines()

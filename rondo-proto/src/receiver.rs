@@ -63,6 +63,9 @@ pub(crate) struct Receiver {
     direct: DirectStore,
     max_message_len: u64,
     assembling: Option<Assembly>,
+    /// The message (id, length) whose start the placement refused: its later
+    /// packets are taken and dropped as before, not mistaken for forgeries.
+    refused: Option<(u64, u64)>,
     placement: Box<dyn Placement>,
     /// Payload bytes of a full data packet (the size of an in-place target).
     payload_per_packet: usize,
@@ -91,6 +94,7 @@ impl Receiver {
             direct: DirectStore::default(),
             max_message_len,
             assembling: None,
+            refused: None,
             placement: Box::new(CopyPlacement::default()),
             feedback: VecDeque::new(),
             token,
@@ -99,14 +103,20 @@ impl Receiver {
     }
 
     /// Whether a packet at the expected PSN contradicts the message being placed
-    /// (neither its next bytes nor the start of a message): it is dropped
-    /// unacknowledged, so that the PSN stays expected and the real packet, still
-    /// to come, is taken (a forged one then costs nothing).
+    /// (neither its next bytes nor the start of a message), or, between messages,
+    /// is not a message start: it is dropped unacknowledged, so that the PSN stays
+    /// expected and the real packet, still to come, is taken (a forged one then
+    /// costs nothing).
     fn contradicts_assembly(&self, meta: &RxMeta) -> bool {
-        self.assembling.as_ref().is_some_and(|a| {
-            meta.offset != 0
-                && (a.msg_id != meta.msg_id || a.msg_len != meta.msg_len || a.placed != meta.offset)
-        })
+        if meta.offset == 0 {
+            return false;
+        }
+        match &self.assembling {
+            Some(a) => {
+                a.msg_id != meta.msg_id || a.msg_len != meta.msg_len || a.placed != meta.offset
+            }
+            None => self.refused != Some((meta.msg_id, meta.msg_len)),
+        }
     }
 
     fn feedback_repr(
@@ -325,14 +335,13 @@ impl Receiver {
             if self.assembling.is_some() {
                 self.stats.inconsistent += 1; // previous message never finished
             }
-            self.assembling = self
-                .placement
-                .begin(meta.msg_id, meta.msg_len)
-                .then_some(Assembly {
-                    msg_id: meta.msg_id,
-                    msg_len: meta.msg_len,
-                    placed: 0,
-                });
+            let began = self.placement.begin(meta.msg_id, meta.msg_len);
+            self.refused = (!began).then_some((meta.msg_id, meta.msg_len));
+            self.assembling = began.then_some(Assembly {
+                msg_id: meta.msg_id,
+                msg_len: meta.msg_len,
+                placed: 0,
+            });
         }
         let Some(a) = self.assembling.as_mut() else {
             self.stats.inconsistent += 1;

@@ -434,6 +434,39 @@ fn data_at_the_expected_psn_with_a_wrong_offset_costs_nothing() {
     assert_eq!(net.b.connection(net.hb).receiver_stats().inconsistent, 1);
 }
 
+/// Row 7, a message's first packet: a DATA forged from it with its offset moved
+/// (so not a message start) arrives at the expected PSN just before the real one.
+/// It used to be taken and acknowledged, the message lost (its real start then a
+/// duplicate, its later packets without a start) while the sender was told it was
+/// delivered; now it is dropped unacknowledged and the real packet takes its place.
+#[test]
+fn a_first_packet_at_the_expected_psn_with_a_wrong_offset_costs_nothing() {
+    let mut net = Net::new(&config());
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(100_000))
+        .unwrap();
+    let mut t = Instant::ZERO;
+    let (k0, path, first) = loop {
+        net.run_until(t);
+        if let Some(d) = data_in_flight(&net, 1).pop() {
+            break d;
+        }
+        t += Duration::from_ns(100);
+    };
+    assert_eq!(parse(&first).common.psn, Psn(0));
+    net.wire.remove(&k0);
+    net.wire.insert(
+        (k0.0 + Duration::from_ns(1), k0.1),
+        (true, path, first.clone()),
+    );
+    net.wire.insert(k0, (true, path, with_wrong_offset(&first)));
+    net.run_until(Instant::from_us(20_000));
+    assert!(net.completed(1), "the transfer finished");
+    assert!(net.delivered(1), "and the receiver got the message");
+    assert!(!net.b.connection(net.hb).is_failed());
+    assert_eq!(net.b.connection(net.hb).receiver_stats().inconsistent, 1);
+}
+
 /// What the stall property does with one captured datagram.
 #[derive(Clone, Copy, Debug)]
 enum Forgery {

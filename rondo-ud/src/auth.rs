@@ -62,6 +62,11 @@ impl<H> Authenticated<H> {
             .count();
     }
 
+    /// Connections with a sealer now.
+    pub fn flows(&self) -> usize {
+        self.flows.len()
+    }
+
     /// What was sealed, accepted and dropped so far.
     pub fn stats(&self) -> AuthStats {
         self.stats

@@ -319,6 +319,12 @@ impl Context {
         }
     }
 
+    /// The oldest async event not yet taken, if any (`ibv_get_async_event`, without
+    /// blocking): a CQ that overran, a QP that went to error because of it.
+    pub fn poll_async_event(&self) -> Option<crate::AsyncEvent> {
+        self.with_host(|h, _| h.async_events.pop_front())
+    }
+
     /// Peak slots used in the NIC-level reorder buffer.
     pub fn reorder_peak_slots(&self) -> usize {
         self.with_host_ref(|h| h.endpoint.reorder_buffer().peak_used_slots())

@@ -4,7 +4,7 @@ use crate::context::Context;
 use crate::types::WorkCompletion;
 use crate::VerbsError;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,14 @@ use std::time::{Duration, Instant};
 pub(crate) struct CqShared {
     queue: Mutex<VecDeque<WorkCompletion>>,
     depth: usize,
+    /// The CQ's handle in async events.
+    id: u32,
     overruns: AtomicU64,
+    /// A completion found the queue full: the CQ is in error, as a NIC's CQ after
+    /// an overrun, and takes no more completions.
+    overflowed: AtomicBool,
+    /// The overrun's async event has been queued.
+    reported: AtomicBool,
     /// Signalled on a push while `waiters` is nonzero (see [`CqShared::wait`]).
     ready: Condvar,
     /// Threads blocked in [`CqShared::wait`]: a push pays for a wake-up only then.
@@ -41,12 +48,18 @@ impl core::fmt::Debug for Hook {
     }
 }
 
+/// Handles of completion queues (process-wide, as they only name a CQ in events).
+static NEXT_CQ_ID: AtomicU32 = AtomicU32::new(1);
+
 impl CqShared {
     pub(crate) fn new(depth: usize) -> CqShared {
         CqShared {
             queue: Mutex::new(VecDeque::with_capacity(depth.min(4096))),
             depth,
+            id: NEXT_CQ_ID.fetch_add(1, Ordering::Relaxed),
             overruns: AtomicU64::new(0),
+            overflowed: AtomicBool::new(false),
+            reported: AtomicBool::new(false),
             ready: Condvar::new(),
             waiters: AtomicUsize::new(0),
             notify: Mutex::new(Hook::default()),
@@ -54,12 +67,19 @@ impl CqShared {
         }
     }
 
-    /// Adds a completion. Past `depth` it is still kept (never dropped) and the
-    /// overrun is counted.
+    /// Adds a completion. One that finds `depth` entries queued is lost, as on a
+    /// NIC: the CQ goes to error and takes no more (counted in `overruns`); the host
+    /// then reports it and moves its QPs to error ([`CqShared::take_overrun`]).
     pub(crate) fn push(&self, wc: WorkCompletion) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        if q.len() >= self.depth {
+        if q.len() >= self.depth || self.overflowed.load(Ordering::Relaxed) {
             self.overruns.fetch_add(1, Ordering::Relaxed);
+            self.overflowed.store(true, Ordering::Release);
+            // A waiter learns of the error from `poll`.
+            if self.waiters.load(Ordering::Acquire) > 0 {
+                self.ready.notify_all();
+            }
+            return;
         }
         q.push_back(wc);
         // Counted under the queue's lock by a waiter before it checks for entries,
@@ -92,7 +112,7 @@ impl CqShared {
     pub(crate) fn wait(&self, deadline: Instant) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         self.waiters.fetch_add(1, Ordering::AcqRel);
-        while q.is_empty() {
+        while q.is_empty() && !self.overflowed() {
             let Some(left) = deadline.checked_duration_since(Instant::now()) else {
                 break;
             };
@@ -112,6 +132,28 @@ impl CqShared {
             *slot = wc;
         }
         n
+    }
+
+    /// Whether the CQ overran (it is in error).
+    pub(crate) fn overflowed(&self) -> bool {
+        self.overflowed.load(Ordering::Acquire)
+    }
+
+    /// The CQ's handle, once, after it overran: the host's cue to queue the async
+    /// event.
+    pub(crate) fn take_overrun(&self) -> Option<u32> {
+        (self.overflowed() && !self.reported.swap(true, Ordering::AcqRel)).then_some(self.id)
+    }
+
+    /// What `poll` returns when the queue is empty: nothing, or the overrun.
+    fn empty_result(&self) -> Result<usize, VerbsError> {
+        if self.overflowed() {
+            return Err(VerbsError::CqOverrun {
+                cq: self.id,
+                depth: self.depth,
+            });
+        }
+        Ok(0)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -163,6 +205,11 @@ impl CompletionQueue {
     /// (`ibv_poll_cq`). On the `mem` backend this also runs the in-process fabric
     /// (explicit progress) until a completion is available or a bounded number of
     /// events has been processed; on `udp` the context's progress thread does the work.
+    ///
+    /// A CQ that overran (a completion found `depth` entries queued) still hands out
+    /// the completions it holds, then fails with [`VerbsError::CqOverrun`], as a
+    /// NIC's CQ in error; its QPs are in error and the context has an async event
+    /// ([`Context::poll_async_event`]).
     pub fn poll(&self, wc: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
         if wc.is_empty() {
             return Ok(0);
@@ -172,7 +219,17 @@ impl CompletionQueue {
             return Ok(n);
         }
         self.inner.ctx.progress(&self.inner.shared);
-        Ok(self.inner.shared.drain(wc))
+        match self.inner.shared.drain(wc) {
+            0 => self.inner.shared.empty_result(),
+            n => Ok(n),
+        }
+    }
+
+    /// The CQ's handle, as async events name it ([`AsyncEvent::CqError`]).
+    ///
+    /// [`AsyncEvent::CqError`]: crate::AsyncEvent::CqError
+    pub fn handle(&self) -> u32 {
+        self.inner.shared.id
     }
 
     /// Like [`CompletionQueue::poll`], but when the queue is empty it waits up to
@@ -196,7 +253,10 @@ impl CompletionQueue {
         }
         let deadline = Instant::now() + timeout;
         self.inner.ctx.wait_progress(&self.inner.shared, deadline);
-        Ok(self.inner.shared.drain(wc))
+        match self.inner.shared.drain(wc) {
+            0 => self.inner.shared.empty_result(),
+            n => Ok(n),
+        }
     }
 
     /// Polls until `n` completions have been collected or `max_polls` polls found
@@ -242,8 +302,8 @@ impl CompletionQueue {
         }
     }
 
-    /// Completions that arrived while the queue already held `depth` entries (kept,
-    /// not dropped; poll more often or create a deeper CQ).
+    /// Completions lost because they arrived while the queue held `depth` entries,
+    /// or after that overrun (poll more often or create a deeper CQ).
     pub fn overruns(&self) -> u64 {
         self.inner.shared.overruns.load(Ordering::Relaxed)
     }

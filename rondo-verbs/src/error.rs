@@ -76,6 +76,15 @@ pub enum VerbsError {
     /// that cannot carry Rondo, a verbs call that failed).
     #[error("{0}")]
     Device(String),
+    /// A completion queue overran: a completion arrived while it held its depth of
+    /// entries and was lost; the CQ is in error, as are the QPs that complete on it.
+    #[error("completion queue {cq} overran its {depth} entries: it and its queue pairs are in error; poll more often or create a deeper CQ, and new QPs")]
+    CqOverrun {
+        /// The CQ's handle ([`crate::CompletionQueue::handle`]).
+        cq: u32,
+        /// Its depth.
+        depth: usize,
+    },
     /// The backend is not available in this build or on this host.
     #[error("backend `{0}` is not available: {1}")]
     Unsupported(&'static str, &'static str),

@@ -240,7 +240,7 @@ struct QpInner {
 
 impl Drop for QpInner {
     fn drop(&mut self) {
-        self.ctx.with_host(|h, _| h.destroy_qp(self.qpn));
+        self.ctx.with_host(|h, now| h.destroy_qp(now, self.qpn));
     }
 }
 
@@ -520,6 +520,42 @@ impl QueuePair {
                 h.fail_qp(qpn, None);
             }
         });
+    }
+
+    /// Sets the local ACK timeout and the retry count (`ibv_modify_qp`'s `timeout`
+    /// and `retry_cnt`, which ibverbs programs give on the way to RTS, after the QP
+    /// was created): `None` keeps a value. They apply from the next request sent or
+    /// answered. `timeout` above 31 or `retry_cnt` above 7 (ibverbs' 5 and 3 bits)
+    /// is an [`VerbsError::InvalidAttr`] and changes nothing.
+    pub fn set_retry(&self, timeout: Option<u8>, retry_cnt: Option<u8>) -> Result<(), VerbsError> {
+        if let Some(t) = timeout.filter(|&t| t > 31) {
+            return Err(attr_err(
+                "timeout",
+                format!("{t}; the local ACK timeout is 4.096 us x 2^timeout, timeout 0 to 31"),
+            ));
+        }
+        if let Some(r) = retry_cnt.filter(|&r| r > 7) {
+            return Err(attr_err("retry_cnt", format!("{r}; use 0 to 7")));
+        }
+        let qpn = self.inner.qpn;
+        self.inner.ctx.with_host(|h, _| match h.qps.get_mut(&qpn) {
+            Some(slot) => {
+                slot.attr.timeout = timeout.unwrap_or(slot.attr.timeout);
+                slot.attr.retry_cnt = retry_cnt.unwrap_or(slot.attr.retry_cnt);
+                Ok(())
+            }
+            None => Err(VerbsError::InvalidWr("no such QP")),
+        })
+    }
+
+    /// The local ACK timeout and retry count in force ([`QueuePair::set_retry`]).
+    pub fn retry(&self) -> (u8, u8) {
+        let qpn = self.inner.qpn;
+        self.inner.ctx.with_host_ref(|h| {
+            h.qps
+                .get(&qpn)
+                .map_or((0, 0), |s| (s.attr.timeout, s.attr.retry_cnt))
+        })
     }
 
     /// Transport and verbs counters.

@@ -233,6 +233,25 @@ impl Default for WorkCompletion {
     }
 }
 
+/// An error the transport reports outside any work request (`ibv_get_async_event`);
+/// taken with [`Context::poll_async_event`](crate::Context::poll_async_event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AsyncEvent {
+    /// A completion queue overran and is in error (`IBV_EVENT_CQ_ERR`): a completion
+    /// arrived while it held its depth of entries and was lost.
+    CqError {
+        /// The CQ's [`handle`](crate::CompletionQueue::handle).
+        cq: u32,
+    },
+    /// A queue pair went to the error state on its own (`IBV_EVENT_QP_FATAL`): it
+    /// completes on a CQ that overran. Its work requests are flushed.
+    QpFatal {
+        /// The QP's number.
+        qp_num: u32,
+    },
+}
+
 /// State of a queue pair.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -446,6 +465,10 @@ pub struct ContextStats {
     pub auth_replayed: u64,
     /// Authentication: datagrams dropped as too short for the trailer.
     pub auth_truncated: u64,
+    /// Authentication: connections whose datagrams are sealed now (a gauge: a
+    /// destroyed QP's key goes when its connection does, after it stopped refusing
+    /// requests).
+    pub auth_flows: u64,
 }
 
 /// One device a [`crate::Context`] can open.

@@ -87,7 +87,8 @@ impl UdpHost {
     /// `host` behind fault injection: arriving datagrams dropped with probability
     /// `loss`, held back behind the next one with probability `reorder` (both in
     /// [0, 1]), from a generator seeded with `seed`. The `verbs` backend uses it too.
-    pub(crate) fn new(host: VerbsHost, loss: f64, reorder: f64, seed: u64) -> UdpHost {
+    pub(crate) fn new(mut host: VerbsHost, loss: f64, reorder: f64, seed: u64) -> UdpHost {
+        host.report_retired = true;
         UdpHost {
             host: Authenticated::new(host),
             loss,
@@ -108,6 +109,7 @@ impl UdpHost {
             auth_bad_tag: auth.bad_tag,
             auth_replayed: auth.replayed,
             auth_truncated: auth.truncated,
+            auth_flows: self.host.flows() as u64,
             ..self.host.context_stats()
         }
     }
@@ -136,6 +138,10 @@ impl Host for UdpHost {
             }
         }
         self.host.handle_timeout(now);
+        // Destroyed QPs whose connections are gone: their keys go too.
+        for flow in self.host.inner_mut().take_retired() {
+            self.host.remove_flow(flow);
+        }
     }
     fn poll_transmit<B: TxBuffer + ?Sized>(
         &mut self,

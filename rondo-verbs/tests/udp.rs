@@ -640,3 +640,33 @@ fn mismatched_auth_modes_are_refused_at_connect() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_destroyed_qps_key_goes_when_its_connection_does() {
+    // Issue 15: a destroyed QP's connection stays a while to refuse requests, then
+    // goes, and its authentication key with it (it stayed in the context forever).
+    let (a, b) = udp_pair(UdpAttr::default());
+    exercise(&a, &b, 1);
+    assert_eq!(a.ctx.stats().auth_flows, 1);
+    let Side { ctx, qp, .. } = a;
+    drop(qp);
+    let start = std::time::Instant::now();
+    while ctx.stats().auth_flows != 0 {
+        assert!(
+            start.elapsed().as_secs() < 30,
+            "the key is still there: {:?}",
+            ctx.stats()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The peer's next request finds nobody: it fails as ibverbs' would, not hangs.
+    b.qp.post_send(&SendWr::write(
+        7,
+        vec![Sge::new(&b.mr, 0, 64)],
+        RemoteAddr { addr: 0, rkey: 0 },
+    ))
+    .unwrap();
+    let wc = wait_one(&b.cq);
+    assert_eq!(wc.wr_id, 7);
+    assert_ne!(wc.status, WcStatus::Success, "{wc:?}");
+}

@@ -5,6 +5,7 @@
  * must complete with IBV_WC_REM_ACCESS_ERR. Exit 0 when everything held. */
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,45 @@ static void connect_side(struct side *s, struct side *peer)
 		FAIL("to RTS");
 }
 
+/* ibv_query_qp reads the QP's timeout and retry_cnt back from rondo-verbs. */
+static void check_retry(struct side *s, unsigned timeout, unsigned retry_cnt, const char *when)
+{
+	struct ibv_qp_attr attr = { 0 };
+	struct ibv_qp_init_attr init = { 0 };
+
+	if (ibv_query_qp(s->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &init)) FAIL("ibv_query_qp");
+	if (attr.timeout != timeout || attr.retry_cnt != retry_cnt)
+		FAIL("%s: timeout %u retry_cnt %u, not %u and %u", when, attr.timeout, attr.retry_cnt,
+		     timeout, retry_cnt);
+}
+
+/* timeout and retry_cnt given at RTS, and changed in RTS, reach the QP; values out
+ * of range are refused with EINVAL and change nothing. */
+static void retry_attributes(struct side *s)
+{
+	struct ibv_qp_attr attr = { 0 };
+
+	check_retry(s, 14, 7, "after RTS");
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 12;
+	attr.retry_cnt = 3;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT))
+		FAIL("RTS to RTS with timeout 12, retry_cnt 3");
+	check_retry(s, 12, 3, "after RTS to RTS");
+	attr.timeout = 32;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT) != EINVAL) FAIL("timeout 32 accepted");
+	attr.timeout = 9;
+	attr.retry_cnt = 8;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT) != EINVAL) FAIL("retry_cnt 8 accepted");
+	check_retry(s, 12, 3, "after refused values");
+	/* Back to the values of RTS for the transfers (12 and 3 give up after 67 ms). */
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	if (ibv_modify_qp(s->qp, &attr, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT)) FAIL("timeout 14, retry_cnt 7");
+	check_retry(s, 14, 7, "after setting them back");
+	printf("timeout and retry_cnt reach the QP\n");
+}
+
 /* One completion of `cq` within 60 s. */
 static struct ibv_wc one(struct ibv_cq *cq, const char *what)
 {
@@ -158,6 +198,7 @@ int main(void)
 	open_side(dev, &b);
 	connect_side(&a, &b);
 	connect_side(&b, &a);
+	retry_attributes(&a);
 
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 		size_t n = sizes[k];

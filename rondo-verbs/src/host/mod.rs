@@ -11,14 +11,15 @@ mod tests;
 use crate::cq::CqShared;
 use crate::mr::MrShared;
 use crate::types::{
-    ContextStats, Opcode, QpInitAttr, QpState, QpStats, RecvWr, SendWr, Sge, WcOpcode, WcStatus,
-    WorkCompletion,
+    AsyncEvent, ContextStats, Opcode, QpInitAttr, QpState, QpStats, RecvWr, SendWr, Sge, WcOpcode,
+    WcStatus, WorkCompletion,
 };
 use crate::VerbsError;
 use placement::{lock, KeyTables, RequestPlacement, RxState};
 use rondo_proto::rng::Rng;
 use rondo_proto::{
-    ConnectionHandle, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit, TxBuffer,
+    ConnectionHandle, Duration, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,
+    TxBuffer,
 };
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -174,14 +175,37 @@ fn fallback_u64() -> u64 {
     h.finish()
 }
 
+/// How long a destroyed QP's connection stays to refuse requests after the last
+/// one (or its destruction), at least and at most; within that, the QP's local ACK
+/// timeout x (`retry_cnt` + 1), as long as a peer configured like it keeps trying.
+const ORPHAN_LINGER_MIN: Duration = Duration::from_ms(100);
+const ORPHAN_LINGER_MAX: Duration = Duration::from_ms(10_000);
+
+/// The engine connection of a destroyed QP, kept for a while so that requests
+/// arriving on it are refused (`RemOpErr`) and the peer's requester does not hang.
+#[derive(Debug)]
+struct Orphan {
+    conn: ConnectionHandle,
+    /// The destroyed QP's number: its flow id in the datapath and authentication.
+    qpn: u32,
+    next_msg: u64,
+    rx: Arc<Mutex<RxState>>,
+    linger: Duration,
+    /// When it is removed, unless another request comes first.
+    retire_at: Instant,
+}
+
 /// The verbs layer of one context.
 pub(crate) struct VerbsHost {
     pub endpoint: Endpoint,
     pub qps: HashMap<u32, QpSlot>,
-    /// Engine connections of destroyed QPs, with their next message id and their
-    /// placement's state: requests arriving on them are refused so that the peer's
-    /// requester does not hang.
-    orphans: Vec<(ConnectionHandle, u64, Arc<Mutex<RxState>>)>,
+    /// Engine connections of destroyed QPs, for a while ([`Orphan`]).
+    orphans: Vec<Orphan>,
+    /// Flow ids of orphans removed since the last [`VerbsHost::take_retired`], kept
+    /// when `report_retired`: the datagram authentication in front of the host
+    /// forgets their keys.
+    retired: Vec<u32>,
+    pub report_retired: bool,
     /// Memory regions by key, shared with the QPs' placements.
     tables: Arc<Mutex<KeyTables>>,
     pub keys: Keys,
@@ -193,6 +217,9 @@ pub(crate) struct VerbsHost {
     scratch: Vec<(u32, ConnectionHandle)>,
     /// Line rate given to each QP's engine flow.
     pub line_rate_bps: u64,
+    /// Async events not yet taken by the application (at most one per CQ and one
+    /// per QP: each reports a state a CQ or QP enters once).
+    pub async_events: VecDeque<AsyncEvent>,
 }
 
 impl VerbsHost {
@@ -201,6 +228,8 @@ impl VerbsHost {
             endpoint,
             qps: HashMap::new(),
             orphans: Vec::new(),
+            retired: Vec::new(),
+            report_retired: false,
             tables: Arc::default(),
             keys,
             next_pd: 1,
@@ -208,6 +237,7 @@ impl VerbsHost {
             acks_due: Vec::new(),
             scratch: Vec::new(),
             line_rate_bps,
+            async_events: VecDeque::new(),
         }
     }
 
@@ -240,7 +270,10 @@ impl VerbsHost {
         recv_cq: Arc<CqShared>,
         attr: QpInitAttr,
     ) -> u32 {
-        let qpn = self.keys.fresh(24, |k| self.qps.contains_key(&k));
+        // Not the number of a destroyed QP whose connection is still there.
+        let qpn = self.keys.fresh(24, |k| {
+            self.qps.contains_key(&k) || self.orphans.iter().any(|o| o.qpn == k)
+        });
         self.qps.insert(
             qpn,
             QpSlot {
@@ -267,14 +300,53 @@ impl VerbsHost {
         qpn
     }
 
-    pub(crate) fn destroy_qp(&mut self, qpn: u32) {
+    pub(crate) fn destroy_qp(&mut self, now: Instant, qpn: u32) {
         if let Some(slot) = self.qps.remove(&qpn) {
             lock(&slot.rx).open = false;
-            if let Some(h) = slot.conn {
-                self.orphans.push((h, slot.next_msg, slot.rx));
+            if let Some(conn) = slot.conn {
+                let linger = slot.attr.ack_timeout().map_or(ORPHAN_LINGER_MAX, |t| {
+                    t.saturating_mul(u64::from(slot.attr.retry_cnt) + 1)
+                });
+                let linger = Duration::from_ps(
+                    linger
+                        .as_ps()
+                        .clamp(ORPHAN_LINGER_MIN.as_ps(), ORPHAN_LINGER_MAX.as_ps()),
+                );
+                self.orphans.push(Orphan {
+                    conn,
+                    qpn,
+                    next_msg: slot.next_msg,
+                    rx: slot.rx,
+                    linger,
+                    retire_at: now + linger,
+                });
             }
         }
     }
+
+    /// Removes the orphans whose linger is over: their engine connections are
+    /// closed and forgotten, their flow ids handed to [`VerbsHost::take_retired`].
+    fn retire_orphans(&mut self, now: Instant) {
+        let mut i = 0;
+        while i < self.orphans.len() {
+            if self.orphans[i].retire_at > now {
+                i += 1;
+                continue;
+            }
+            let o = self.orphans.swap_remove(i);
+            self.endpoint.close(o.conn);
+            self.endpoint.forget(o.conn);
+            if self.report_retired {
+                self.retired.push(o.qpn);
+            }
+        }
+    }
+
+    /// Flow ids of destroyed QPs whose connections are gone since the last call.
+    pub(crate) fn take_retired(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.retired)
+    }
+
 
     /// Connects a QP's engine flow to the peer QP `remote_qpn`.
     pub(crate) fn connect(
@@ -419,6 +491,29 @@ impl VerbsHost {
         }
     }
 
+    /// Reports CQs that overran and moves the QPs that complete on them to error
+    /// (ibverbs' `IBV_EVENT_CQ_ERR`, then `IBV_EVENT_QP_FATAL` for each such QP):
+    /// a lost completion leaves a QP whose requests can no longer be accounted for.
+    pub(crate) fn fail_overrun_qps(&mut self) {
+        let mut failed = Vec::new();
+        for slot in self.qps.values() {
+            for cq in [&slot.send_cq, &slot.recv_cq] {
+                if let Some(cq) = cq.take_overrun() {
+                    self.async_events.push_back(AsyncEvent::CqError { cq });
+                }
+            }
+            let overran = slot.send_cq.overflowed() || slot.recv_cq.overflowed();
+            if overran && slot.state != QpState::Error {
+                failed.push(slot.qpn);
+            }
+        }
+        for qpn in failed {
+            self.fail_qp(qpn, None);
+            self.async_events
+                .push_back(AsyncEvent::QpFatal { qp_num: qpn });
+        }
+    }
+
     /// Handles every pending engine event of every QP.
     pub(crate) fn process_events(&mut self, now: Instant) {
         // Reused between calls: this runs after every datagram.
@@ -438,12 +533,15 @@ impl VerbsHost {
             }
         }
         self.scratch = qpns;
-        for (h, next_msg, rx) in &mut self.orphans {
+        self.fail_overrun_qps();
+        for o in &mut self.orphans {
+            let (h, next_msg) = (&o.conn, &mut o.next_msg);
             while let Some(ev) = self.endpoint.poll_event(*h) {
                 let Event::Received { data, .. } = ev else {
                     continue;
                 };
-                lock(rx).decided.clear(); // all refused: answered below
+                o.retire_at = now + o.linger;
+                lock(&o.rx).decided.clear(); // all refused: answered below
                 self.stats.for_destroyed_qp += 1;
                 use crate::header::{AckStatus, Header, MsgOp};
                 let Ok((req, _)) = Header::parse(&data) else {
@@ -549,6 +647,7 @@ impl Host for VerbsHost {
         self.rnr_timers(now);
         self.ack_timers(now);
         self.process_events(now);
+        self.retire_orphans(now);
     }
 
     fn poll_transmit<B: TxBuffer + ?Sized>(
@@ -575,6 +674,7 @@ impl Host for VerbsHost {
             .values()
             .filter_map(|s| s.rnr_until)
             .chain(self.qps.values().filter_map(|s| s.ack_deadline))
+            .chain(self.orphans.iter().map(|o| o.retire_at))
             .min();
         match (self.endpoint.poll_timeout(), rnr) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -12,7 +12,7 @@ use super::exchange::{Control, Done, Hello, Message, Report};
 use super::raw_udp::HEADER_LEN;
 use super::report::gbps;
 use super::Progress;
-use anyhow::{bail, Context as _};
+use anyhow::{bail, ensure, Context as _};
 use rondo_ud::udp::{UdpConfig, UdpDatapath};
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
@@ -77,6 +77,7 @@ pub fn blast(
             .context("blast raw datagrams")?;
         messages += n;
         progress.tick(messages, h.iterations);
+        super::raw_udp::peer_gone(ctrl)?;
     }
     progress.clear();
     let done = Done {
@@ -101,6 +102,7 @@ pub fn receive(
     // Last arrival, or the moment `Done` came, whichever is later.
     let mut quiet_since = Instant::now();
     let mut done: Option<Done> = None;
+    let stall = ctrl.timeouts().stall;
     loop {
         let call = Instant::now();
         let c = dp
@@ -122,6 +124,10 @@ pub fn receive(
                 None => {}
             }
         }
+        ensure!(
+            done.is_some() || quiet_since.elapsed() < stall,
+            "no datagram and no done message for {stall:?} after {datagrams} datagrams: is the sender still running?"
+        );
         if let Some(d) = done {
             if datagrams >= d.packets || quiet_since.elapsed() >= DRAIN {
                 // Message bytes: a message's last datagram is full here, not in Rondo.

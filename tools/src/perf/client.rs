@@ -12,8 +12,6 @@ use std::time::Duration;
 
 /// How long the client waits for the server's answers during setup.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a data receiver may take to report after the run.
-pub const REPORT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs the client.
 pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
@@ -188,16 +186,16 @@ fn raw(ctrl: &mut Control, mut hello: Hello, progress: &mut Progress) -> anyhow:
 
 /// Waits for the server to accept the run.
 pub fn wait_accept(ctrl: &mut Control) -> anyhow::Result<Accept> {
-    ctrl.expect(SETUP_TIMEOUT, "accept", |m| match m {
+    ctrl.expect(ctrl.timeouts().message, "accept", |m| match m {
         Message::Accept(a) => Some(a),
         _ => None,
     })
-    .context("wait for the server to accept the run (it serves one client at a time)")
+    .context("wait for the server to accept the run")
 }
 
-/// Waits for the data receiver's report.
+/// Waits for the data receiver's report (the connection's report timeout).
 pub fn wait_report(ctrl: &mut Control) -> anyhow::Result<Report> {
-    Ok(ctrl.expect(REPORT_TIMEOUT, "report", |m| match m {
+    Ok(ctrl.expect(ctrl.timeouts().report, "report", |m| match m {
         Message::Report(r) => Some(r),
         _ => None,
     })?)

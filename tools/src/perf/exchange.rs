@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// First bytes of every frame.
 pub const MAGIC: [u8; 4] = *b"RPRF";
@@ -246,6 +246,10 @@ pub enum Message {
     Reject {
         /// What to change.
         reason: String,
+        /// The server's limit the run ran into, when that is why (absent: another
+        /// reason, or a server from before the field existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        refusal: Option<Refusal>,
     },
     /// Client: both sides are connected, start.
     Start,
@@ -255,7 +259,47 @@ pub enum Message {
     Report(Report),
 }
 
+/// A run the server could read but will not serve: one of its limits
+/// (`rondo perf server --max-bytes-per-client`, `--max-clients`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "limit", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The run's buffers on the server would take more memory than one client may.
+    #[error("the run needs {needed} bytes of memory on the server, over its --max-bytes-per-client {cap}; ask for less (-s, --tx-depth, --qps, --reorder-buffer) or start the server with a larger cap")]
+    Memory {
+        /// Bytes the run's server side would allocate.
+        needed: u64,
+        /// The server's cap per client.
+        cap: u64,
+    },
+    /// Every run slot stayed taken for as long as the server lets a client wait.
+    #[error("the server is running {running} other client(s), its --max-clients, and none finished within {waited_ms} ms; try again later")]
+    Busy {
+        /// Runs in progress.
+        running: u32,
+        /// How long this client waited for one of them to end, ms.
+        waited_ms: u64,
+    },
+}
+
 impl Message {
+    /// A `Reject` for `reason` (no server limit involved).
+    pub fn reject(reason: impl Into<String>) -> Message {
+        Message::Reject {
+            reason: reason.into(),
+            refusal: None,
+        }
+    }
+
+    /// A `Reject` because of one of the server's limits.
+    pub fn refuse(refusal: Refusal) -> Message {
+        Message::Reject {
+            reason: refusal.to_string(),
+            refusal: Some(refusal),
+        }
+    }
+
     /// The message's name, for errors.
     pub fn kind(&self) -> &'static str {
         match self {
@@ -310,6 +354,33 @@ pub enum ExchangeError {
     /// The server refused the run.
     #[error("the server rejected the run: {0}")]
     Rejected(String),
+    /// The run is over one of the server's limits.
+    #[error("the server refused the run: {0}")]
+    Refused(Refusal),
+}
+
+/// How long one end of the control connection waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// For one whole message to arrive (or to be written), from when the wait began:
+    /// a peer that trickles bytes is cut off at this deadline too.
+    pub message: Duration,
+    /// For the data receiver's report after a run.
+    pub report: Duration,
+    /// A run phase in which nothing progresses (no completion, no packet, no control
+    /// message) for this long has failed.
+    pub stall: Duration,
+}
+
+impl Default for Timeouts {
+    /// The client's: 10 s per message, 60 s for the report, 10 s of stall.
+    fn default() -> Timeouts {
+        Timeouts {
+            message: Duration::from_secs(10),
+            report: Duration::from_secs(60),
+            stall: Duration::from_secs(10),
+        }
+    }
 }
 
 fn default_auth() -> String {
@@ -361,17 +432,31 @@ pub struct Control {
     stream: TcpStream,
     inbound: Vec<u8>,
     cpu_at_open: Option<std::time::Duration>,
+    timeouts: Timeouts,
 }
 
 impl Control {
-    /// Wraps a connected stream.
+    /// Wraps a connected stream, with the default [`Timeouts`].
     pub fn new(stream: TcpStream) -> Result<Control, ExchangeError> {
+        Control::with_timeouts(stream, Timeouts::default())
+    }
+
+    /// Wraps a connected stream that waits as `timeouts` say.
+    pub fn with_timeouts(stream: TcpStream, timeouts: Timeouts) -> Result<Control, ExchangeError> {
         stream.set_nodelay(true)?;
+        // A peer that stops reading cannot hold a writer either.
+        stream.set_write_timeout(Some(timeouts.message))?;
         Ok(Control {
             stream,
             inbound: Vec::new(),
             cpu_at_open: super::report::process_cpu(),
+            timeouts,
         })
+    }
+
+    /// How long this end waits.
+    pub fn timeouts(&self) -> Timeouts {
+        self.timeouts
     }
 
     /// CPU time this process has used since the connection opened, ns (0: unknown).
@@ -387,11 +472,21 @@ impl Control {
         Ok(self.stream.local_addr()?)
     }
 
-    /// Sends one message.
+    /// Sends one message (within the message timeout: a peer that does not read
+    /// gets [`ExchangeError::Timeout`]).
     pub fn send(&mut self, message: &Message) -> Result<(), ExchangeError> {
         self.stream.set_nonblocking(false)?;
-        self.stream.write_all(&encode(message))?;
-        Ok(())
+        match self.stream.write_all(&encode(message)) {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                Err(ExchangeError::Timeout(self.timeouts.message))
+            }
+            r => Ok(r?),
+        }
     }
 
     fn take(&mut self) -> Result<Option<Message>, ExchangeError> {
@@ -407,15 +502,21 @@ impl Control {
         }
     }
 
-    /// Waits up to `timeout` for the next message.
+    /// Waits up to `timeout` for the next message to arrive whole: the deadline
+    /// holds however the bytes trickle in.
     pub fn recv(&mut self, timeout: Duration) -> Result<Message, ExchangeError> {
         if let Some(m) = self.take()? {
             return Ok(m);
         }
+        let deadline = Instant::now() + timeout;
         self.stream.set_nonblocking(false)?;
-        self.stream.set_read_timeout(Some(timeout))?;
         let mut chunk = [0u8; 4096];
         loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ExchangeError::Timeout(timeout));
+            }
+            self.stream.set_read_timeout(Some(left))?;
             match self.stream.read(&mut chunk) {
                 Ok(0) => return Err(ExchangeError::Closed),
                 Ok(n) => self.inbound.extend_from_slice(&chunk[..n]),
@@ -466,7 +567,10 @@ impl Control {
         let m = self.recv(timeout)?;
         let got = m.kind();
         match m {
-            Message::Reject { reason } => Err(ExchangeError::Rejected(reason)),
+            Message::Reject {
+                refusal: Some(r), ..
+            } => Err(ExchangeError::Refused(r)),
+            Message::Reject { reason, .. } => Err(ExchangeError::Rejected(reason)),
             m => pick(m).ok_or(ExchangeError::Unexpected { expected, got }),
         }
     }

@@ -16,6 +16,7 @@ mod client;
 mod device;
 mod engine;
 mod exchange;
+mod limits;
 mod pattern;
 mod raw_udp;
 mod rc;
@@ -62,8 +63,8 @@ pub struct Args {
 
 #[derive(Debug, clap::Subcommand)]
 enum Role {
-    /// Serve clients one after another until stopped (Ctrl-C); one line per client on
-    /// stderr.
+    /// Serve clients until stopped (Ctrl-C), up to `--max-clients` at once; one line
+    /// per client on stderr.
     Server(ServerArgs),
     /// Run one measurement against a server and print it.
     Client(ClientArgs),
@@ -89,6 +90,27 @@ pub struct ServerArgs {
     /// client asking for another is refused at the exchange.
     #[arg(long, default_value = "auth", value_name = "MODE")]
     auth: rondo_proto::auth::AuthMode,
+    /// Runs served at once (1 with --udp-port, whose ports one run takes). A client
+    /// beyond that waits for a run to end, at most --control-timeout, then is
+    /// refused. Runs at once share this host's CPUs and NIC: measure one at a time.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_CLIENTS, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=1024))]
+    max_clients: u32,
+    /// Memory one client's run may make this server allocate (message buffers of
+    /// every queue pair, the reorder buffer), in bytes or with K, M, G: a hello
+    /// asking for more is refused with the numbers [default: 1.5G].
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_BYTES, value_name = "BYTES",
+          value_parser = limits::parse_bytes, hide_default_value = true)]
+    max_bytes_per_client: u64,
+    /// Seconds a client has to deliver each control message whole (hello, start,
+    /// done, report), however it trickles the bytes; also the longest wait for a
+    /// run slot.
+    #[arg(long, default_value = "5", value_name = "SECONDS", value_parser = limits::parse_seconds)]
+    control_timeout: Duration,
+    /// Seconds without progress (no completion, no packet, no control message)
+    /// after which a run is dropped, in every phase.
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = limits::parse_seconds)]
+    stall_timeout: Duration,
 }
 
 /// Where this side's UDP sockets are and where they send (both roles).

@@ -7,6 +7,7 @@
 use super::exchange::{Control, Done, Message, Report};
 use super::pattern::Pattern;
 use super::report::{LatencyRecorder, Meter};
+use super::slotted::StallTimer;
 use super::Progress;
 use anyhow::{bail, ensure, Context as _};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -166,7 +167,17 @@ impl<'a> Sprayer<'a> {
     }
 }
 
-/// The data sender of a bandwidth run: sends the plan's messages, then `Done`.
+/// Fails when the peer closed the control connection (or sent something during the
+/// run): a sender whose receiver is gone stops.
+pub fn peer_gone(ctrl: &mut Control) -> anyhow::Result<()> {
+    match ctrl.try_recv()? {
+        None => Ok(()),
+        Some(m) => bail!("unexpected {} message during the run", m.kind()),
+    }
+}
+
+/// The data sender of a bandwidth run: sends the plan's messages, then `Done`
+/// (stopping early when the peer's control connection closes).
 pub fn blast(
     sockets: &[UdpSocket],
     ctrl: &mut Control,
@@ -185,6 +196,7 @@ pub fn blast(
                 break;
             }
             progress.tick(messages, plan.count);
+            peer_gone(ctrl)?;
         }
         spray
             .message(plan, messages)
@@ -218,6 +230,7 @@ pub fn sink(
     let mut done: Option<Done> = None;
     let mut last_arrival = Instant::now();
     let mut rounds = 0u64;
+    let stall = ctrl.timeouts().stall;
     loop {
         let mut idle = true;
         for s in sockets {
@@ -261,6 +274,10 @@ pub fn sink(
                 None => {}
             }
         }
+        ensure!(
+            done.is_some() || last_arrival.elapsed() < stall,
+            "no datagram and no done message for {stall:?} after {packets} datagrams: is the sender still running?"
+        );
         if let Some(d) = done {
             if packets >= d.packets || last_arrival.elapsed() >= DRAIN {
                 let expected = d.messages.saturating_mul(plan.size);
@@ -396,12 +413,20 @@ pub fn echo(sockets: &[UdpSocket], ctrl: &mut Control, plan: &Plan) -> anyhow::R
     let mut rx = Assembler::new();
     let mut meter = Meter::start();
     let mut rounds = 0u64;
+    let mut stall = StallTimer::new(ctrl.timeouts().stall);
     loop {
         if let Some(m) = rx.poll(sockets, plan)? {
             spray.message(plan, m)?;
             meter.record(plan.size, 1);
+            stall.progressed();
         }
         rounds += 1;
+        ensure!(
+            !stall.expired(),
+            "no ping and no done message for {:?} after {} messages: is the client still running?",
+            stall.limit,
+            meter.messages()
+        );
         if rounds % 1024 == 0 {
             match ctrl.try_recv()? {
                 Some(Message::Done(d)) => {

@@ -1,16 +1,41 @@
-//! `rondo perf server`: serves clients one after another; a client that fails (or is
-//! not a `rondo perf` client at all) is logged and the server goes on.
+//! `rondo perf server`: serves clients, each on its own thread; at most
+//! `--max-clients` runs go at once, and a client past that waits for one to end for a
+//! bounded time. A client that fails (or is not a `rondo perf` client at all, or
+//! stops answering) is logged and dropped; the server goes on.
+//!
+//! Every wait on a client is bounded: a control message must arrive whole within
+//! `--control-timeout`, and a run phase in which nothing progresses for
+//! `--stall-timeout` fails. A hello whose buffers would take more than
+//! `--max-bytes-per-client` is refused with a typed [`Refusal`] before anything is
+//! allocated.
 
-use super::client::{op_name, raw_plan, wait_report, SETUP_TIMEOUT};
+use super::client::{op_name, raw_plan, wait_report};
 use super::device::{self, RdmaDevice};
 use super::exchange::{
-    Accept, Backend, Control, ExchangeError, Hello, Message, Op, Report, Transport,
+    Accept, Backend, Control, ExchangeError, Hello, Message, Op, Refusal, Report, Timeouts,
+    Transport,
 };
+use super::limits::{self, RunSlots, MAX_WAITING};
 use super::report::gbps;
 use super::{ceiling, check, check_net, raw_udp, rc, rondo, NetArgs, ServerArgs};
 use anyhow::Context as _;
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What every client's thread shares.
+struct Shared {
+    rdma: Option<RdmaDevice>,
+    net: NetArgs,
+    auth: rondo_proto::auth::AuthMode,
+    timeouts: Timeouts,
+    max_bytes: u64,
+    slots: Arc<RunSlots>,
+    /// Connections open now (runs and waiting clients).
+    open: AtomicUsize,
+    max_open: usize,
+}
 
 /// Runs the server until stopped, or until it has served `--clients` clients.
 pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
@@ -33,8 +58,29 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
             d.name, d.port, d.gid_index
         );
     }
-    let mut served = 0u64;
-    while args.clients.is_none_or(|n| served < n) {
+    // Fixed UDP ports fit one run at a time.
+    let max_clients = if args.net.udp_port != 0 {
+        1
+    } else {
+        args.max_clients
+    };
+    let shared = Arc::new(Shared {
+        rdma,
+        net: args.net,
+        auth: args.auth,
+        timeouts: Timeouts {
+            message: args.control_timeout,
+            report: args.control_timeout,
+            stall: args.stall_timeout,
+        },
+        max_bytes: args.max_bytes_per_client,
+        slots: RunSlots::new(max_clients),
+        open: AtomicUsize::new(0),
+        max_open: max_clients as usize + MAX_WAITING,
+    });
+    let mut clients = Vec::new();
+    let mut accepted = 0u64;
+    while args.clients.is_none_or(|n| accepted < n) {
         let (stream, peer) = match listener.accept() {
             Ok(s) => s,
             Err(e) => {
@@ -44,16 +90,54 @@ pub fn run(args: &ServerArgs) -> anyhow::Result<()> {
                 continue;
             }
         };
-        served += 1;
-        match Control::new(stream)
-            .map_err(anyhow::Error::from)
-            .and_then(|mut c| serve(&mut c, rdma.as_ref(), args.net, args.auth))
-        {
-            Ok(line) => eprintln!("client {peer}: {line}"),
-            Err(e) => eprintln!("client {peer}: error: {e:#}"),
+        accepted += 1;
+        clients.retain(|c: &std::thread::JoinHandle<()>| !c.is_finished());
+        if shared.open.load(Ordering::Acquire) >= shared.max_open {
+            eprintln!(
+                "client {peer}: error: {} connections open already; closed",
+                shared.max_open
+            );
+            continue;
+        }
+        shared.open.fetch_add(1, Ordering::AcqRel);
+        let shared = Arc::clone(&shared);
+        let spawned = std::thread::Builder::new()
+            .name(format!("client {peer}"))
+            .spawn(move || {
+                let line = serve_connection(stream, &shared);
+                shared.open.fetch_sub(1, Ordering::AcqRel);
+                match line {
+                    Ok(line) => eprintln!("client {peer}: {line}"),
+                    Err(e) => eprintln!("client {peer}: error: {e:#}"),
+                }
+            });
+        match spawned {
+            Ok(handle) => clients.push(handle),
+            Err(e) => eprintln!("client {peer}: error: no thread for it: {e}"),
         }
     }
+    for c in clients {
+        let _ = c.join();
+    }
     Ok(())
+}
+
+/// Serves one connection from its hello to its report; returns the line to log.
+fn serve_connection(stream: TcpStream, shared: &Shared) -> anyhow::Result<String> {
+    let mut ctrl = Control::with_timeouts(stream, shared.timeouts)?;
+    let hello = read_hello(&mut ctrl, shared)?;
+    // The run's slot is held until it ends, the error paths included.
+    let _slot = match shared.slots.take(shared.timeouts.message) {
+        Ok(slot) => slot,
+        Err(refusal) => return Err(refuse(&mut ctrl, refusal)),
+    };
+    serve(&mut ctrl, &hello, shared.rdma.as_ref(), shared.net)
+}
+
+/// Tells the client which limit it ran into; the error to log.
+fn refuse(ctrl: &mut Control, refusal: Refusal) -> anyhow::Error {
+    let _ = ctrl.send(&Message::refuse(refusal.clone()));
+    ExchangeError::Refused(refusal).into()
 }
 
 /// Refuses a client whose `--auth` is not the server's.
@@ -69,14 +153,10 @@ fn check_auth(h: &Hello, server: rondo_proto::auth::AuthMode) -> anyhow::Result<
     Ok(())
 }
 
-/// Serves one client; returns the line to log.
-fn serve(
-    ctrl: &mut Control,
-    rdma: Option<&RdmaDevice>,
-    net: NetArgs,
-    auth: rondo_proto::auth::AuthMode,
-) -> anyhow::Result<String> {
-    let hello = match ctrl.expect(SETUP_TIMEOUT, "hello", |m| match m {
+/// Reads the client's hello and checks it against what this server serves and its
+/// limits; a client that cannot be served is told why.
+fn read_hello(ctrl: &mut Control, shared: &Shared) -> anyhow::Result<Hello> {
+    let hello = match ctrl.expect(shared.timeouts.message, "hello", |m| match m {
         Message::Hello(h) => Some(h),
         _ => None,
     }) {
@@ -89,34 +169,43 @@ fn serve(
                     | ExchangeError::Malformed(_)
                     | ExchangeError::Unexpected { .. }
             ) {
-                let _ = ctrl.send(&Message::Reject {
-                    reason: e.to_string(),
-                });
+                let _ = ctrl.send(&Message::reject(e.to_string()));
             }
             return Err(e.into());
         }
     };
     let checked = check(&hello)
-        .and_then(|()| check_net(&hello, net))
-        .and_then(|()| check_auth(&hello, auth))
-        .and_then(|()| match (hello.backend, rdma) {
-        (Backend::Verbs, None) => Err(anyhow::anyhow!(
-            "this server has no RDMA device: start it with `rondo perf server --backend verbs --device NAME --gid-index N`"
-        )),
-        _ => Ok(()),
-    });
-    if let Err(e) = checked {
-        let _ = ctrl.send(&Message::Reject {
-            reason: format!("{e:#}"),
+        .and_then(|()| check_net(&hello, shared.net))
+        .and_then(|()| check_auth(&hello, shared.auth))
+        .and_then(|()| match (hello.backend, &shared.rdma) {
+            (Backend::Verbs, None) => Err(anyhow::anyhow!(
+                "this server has no RDMA device: start it with `rondo perf server --backend verbs --device NAME --gid-index N`"
+            )),
+            _ => Ok(()),
         });
+    if let Err(e) = checked {
+        let _ = ctrl.send(&Message::reject(format!("{e:#}")));
         return Err(e);
     }
+    if let Err(refusal) = limits::check_memory(&hello, shared.max_bytes) {
+        return Err(refuse(ctrl, refusal));
+    }
+    Ok(hello)
+}
+
+/// Serves one checked run; returns the line to log.
+fn serve(
+    ctrl: &mut Control,
+    hello: &Hello,
+    rdma: Option<&RdmaDevice>,
+    net: NetArgs,
+) -> anyhow::Result<String> {
     let report = match hello.transport {
-        Transport::RawUdp => raw(ctrl, &hello)?,
-        Transport::Engine(_) => rondo::server(ctrl, &hello, rdma, net)?,
-        Transport::Rc => rc::server(ctrl, &hello, rdma)?,
+        Transport::RawUdp => raw(ctrl, hello)?,
+        Transport::Engine(_) => rondo::server(ctrl, hello, rdma, net)?,
+        Transport::Rc => rc::server(ctrl, hello, rdma)?,
     };
-    Ok(describe(&hello, &report))
+    Ok(describe(hello, &report))
 }
 
 /// One line about a served run.
@@ -164,7 +253,7 @@ fn raw(ctrl: &mut Control, hello: &Hello) -> anyhow::Result<Report> {
             regions: Vec::new(),
             udp_paths: dp.local_addrs().to_vec(),
         }))?;
-        ctrl.expect(SETUP_TIMEOUT, "start", |m| match m {
+        ctrl.expect(ctrl.timeouts().message, "start", |m| match m {
             Message::Start => Some(()),
             _ => None,
         })?;
@@ -188,7 +277,7 @@ fn raw(ctrl: &mut Control, hello: &Hello) -> anyhow::Result<Report> {
         regions: Vec::new(),
         udp_paths: raw_udp::addresses(&sockets)?,
     }))?;
-    ctrl.expect(SETUP_TIMEOUT, "start", |m| match m {
+    ctrl.expect(ctrl.timeouts().message, "start", |m| match m {
         Message::Start => Some(()),
         _ => None,
     })?;

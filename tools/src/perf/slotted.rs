@@ -6,16 +6,12 @@
 //! sides; at most `slots` messages are in flight per queue pair (slots awaiting their
 //! credit count as in flight where the transport returns credits).
 
-use super::client::SETUP_TIMEOUT;
 use super::client::{backend_name, op_name, wait_accept, wait_report};
 use super::exchange::{Accept, Control, Done, ExchangeError, Hello, Message, Op, Region, Report};
 use super::report::{gbps, LatencyRecorder, Meter, Outcome};
 use super::Progress;
 use anyhow::{bail, ensure, Context as _};
 use std::time::{Duration, Instant};
-
-/// A run that completes nothing for this long has failed.
-pub(super) const STALL: Duration = Duration::from_secs(10);
 
 /// What one side reports of its queue pairs.
 #[derive(Clone, Copy, Debug, Default)]
@@ -111,6 +107,12 @@ pub(super) trait SlottedSide {
     fn counters(&self) -> Counters {
         Counters::default()
     }
+    /// A count that grows while this side's queue pairs move data (new packets sent
+    /// or received), for the stall timer of a side that polls nothing; `None` where
+    /// the NIC does the work unseen.
+    fn activity(&self) -> Option<u64> {
+        None
+    }
     /// Paths a run of `h` sprays over.
     fn paths(h: &Hello) -> u32;
 }
@@ -135,11 +137,12 @@ pub(super) fn client_on<S: SlottedSide>(
     );
     side.before_start(&hello)?;
     ctrl.send(&Message::Start)?;
+    let stall = ctrl.timeouts().stall;
     let (meter, latency, mismatched) = if hello.lat {
-        let (meter, lat, mismatched) = ping(&mut side, &hello, &accept.regions, progress)?;
+        let (meter, lat, mismatched) = ping(&mut side, &hello, &accept.regions, progress, stall)?;
         (meter, Some(lat.summary()), mismatched)
     } else {
-        let (meter, mismatched) = stream(&mut side, &hello, &accept.regions, progress)?;
+        let (meter, mismatched) = stream(&mut side, &hello, &accept.regions, progress, stall)?;
         (meter, None, mismatched)
     };
     ctrl.send(&Message::Done(Done {
@@ -227,6 +230,7 @@ fn stream<S: SlottedSide>(
     h: &Hello,
     regions: &[Region],
     progress: &mut Progress,
+    stall: Duration,
 ) -> anyhow::Result<(Meter, u64)> {
     let nqp = side.nqp() as u64;
     let slots = side.slots() as u64;
@@ -286,8 +290,8 @@ fn stream<S: SlottedSide>(
             progress.tick(meter.messages(), total);
         } else {
             ensure!(
-                last_progress.elapsed() < STALL,
-                "no {} completion for {STALL:?} with {} messages in flight: is the server still running?",
+                last_progress.elapsed() < stall,
+                "no {} completion for {stall:?} with {} messages in flight: is the server still running?",
                 S::NAME,
                 in_flight.iter().sum::<u64>()
             );
@@ -305,6 +309,7 @@ fn ping<S: SlottedSide>(
     h: &Hello,
     regions: &[Region],
     progress: &mut Progress,
+    stall: Duration,
 ) -> anyhow::Result<(Meter, LatencyRecorder, u64)> {
     let mut lat = LatencyRecorder::new();
     let mut meter = Meter::start();
@@ -337,8 +342,8 @@ fn ping<S: SlottedSide>(
                 }
             }
             ensure!(
-                start.elapsed() < STALL,
-                "no answer to {} ping {i} for {STALL:?}: is the server still running?",
+                start.elapsed() < stall,
+                "no answer to {} ping {i} for {stall:?}: is the server still running?",
                 S::NAME
             );
         }
@@ -394,9 +399,7 @@ pub(super) fn server_on<S: SlottedSide>(
     let (mut side, recvs) = match side.and_then(|s| set_up(s, h)) {
         Ok(s) => s,
         Err(e) => {
-            let _ = ctrl.send(&Message::Reject {
-                reason: format!("{e:#}"),
-            });
+            let _ = ctrl.send(&Message::reject(format!("{e:#}")));
             return Err(e);
         }
     };
@@ -405,7 +408,7 @@ pub(super) fn server_on<S: SlottedSide>(
         regions: side.regions(),
         udp_paths: Vec::new(),
     }))?;
-    ctrl.expect(SETUP_TIMEOUT, "start", |m| match m {
+    ctrl.expect(ctrl.timeouts().message, "start", |m| match m {
         Message::Start => Some(()),
         _ => None,
     })?;
@@ -413,18 +416,22 @@ pub(super) fn server_on<S: SlottedSide>(
     let mut received = vec![0u64; side.nqp()];
     let (mut mismatched, mut done) = (0u64, None::<Done>);
     let mut meter = Meter::start();
-    let meter_start = Instant::now();
     let mut wcs = [S::Wc::default(); 64];
     let mut polls = 0u64;
+    let mut stall = StallTimer::new(ctrl.timeouts().stall);
     if recvs.is_none() {
         // Nothing will complete here (WRITE without immediates, READ): the NIC or the
         // backend answers on its own (a progress thread, or the client's polls on the
         // in-process fabric), so wait on the control connection instead of spinning.
-        done = Some(wait_done(ctrl)?);
+        done = Some(wait_done(ctrl, &side, h)?);
     }
     loop {
         // Other completions are those of echoes and credits.
-        for wc in side.poll(&mut wcs)?.iter().filter(|wc| S::is_receive(wc)) {
+        let completed = side.poll(&mut wcs)?;
+        if !completed.is_empty() {
+            stall.progressed();
+        }
+        for wc in completed.iter().filter(|wc| S::is_receive(wc)) {
             let q = side.qp_index(wc)?;
             let c = received[q];
             received[q] += 1;
@@ -445,18 +452,30 @@ pub(super) fn server_on<S: SlottedSide>(
         polls += 1;
         if done.is_none() && polls % 64 == 0 {
             match ctrl.try_recv()? {
-                Some(Message::Done(d)) => done = Some(d),
+                Some(Message::Done(d)) => {
+                    done = Some(d);
+                    stall.progressed();
+                }
                 Some(m) => bail!("expected a done message, got {}", m.kind()),
                 None => {}
             }
         }
+        if stall.expired() {
+            match done {
+                Some(d) => bail!(
+                    "the client sent {} messages, {} arrived, nothing more for {:?}",
+                    d.messages,
+                    meter.messages(),
+                    stall.limit
+                ),
+                None => bail!(
+                    "no completion and no word from the client for {:?} after {} messages: is it still running?",
+                    stall.limit,
+                    meter.messages()
+                ),
+            }
+        }
         if let Some(d) = done {
-            ensure!(
-                recvs.is_none() || meter.elapsed() + STALL > meter_start.elapsed(),
-                "the client sent {} messages, {} arrived, nothing more for {STALL:?}",
-                d.messages,
-                meter.messages()
-            );
             if recvs.is_none() || meter.messages() >= d.messages {
                 let mine = side.counters();
                 let checked = recvs.is_some() && h.op != Op::Read;
@@ -501,14 +520,72 @@ pub(super) fn server_on<S: SlottedSide>(
     }
 }
 
-/// Waits, as long as it takes, for the client's `Done`.
-fn wait_done(ctrl: &mut Control) -> anyhow::Result<Done> {
+/// How often a side that polls nothing looks at its queue pairs' activity.
+const LOOK: Duration = Duration::from_millis(100);
+
+/// Fails a run phase in which nothing progressed for `limit`.
+pub(super) struct StallTimer {
+    /// How long nothing may progress.
+    pub(super) limit: Duration,
+    last: Instant,
+}
+
+impl StallTimer {
+    /// A timer whose phase starts now.
+    pub(super) fn new(limit: Duration) -> StallTimer {
+        StallTimer {
+            limit,
+            last: Instant::now(),
+        }
+    }
+
+    /// Something progressed: the phase starts over.
+    pub(super) fn progressed(&mut self) {
+        self.last = Instant::now();
+    }
+
+    /// Whether nothing progressed for the limit.
+    pub(super) fn expired(&self) -> bool {
+        self.last.elapsed() >= self.limit
+    }
+}
+
+/// Waits for the client's `Done` while the queue pairs move data: a run whose
+/// packets stop for the stall timeout (a client stopped, or gone without closing
+/// the connection) fails. Where the NIC moves the data unseen, a timed run may take
+/// its length plus the stall timeout.
+fn wait_done<S: SlottedSide>(ctrl: &mut Control, side: &S, h: &Hello) -> anyhow::Result<Done> {
+    let mut stall = StallTimer::new(ctrl.timeouts().stall);
+    let unseen_limit = h
+        .duration_s
+        .map(|d| Duration::from_secs_f64(d) + stall.limit);
+    let start = Instant::now();
+    let mut seen = side.activity();
     loop {
-        match ctrl.recv(Duration::from_secs(1)) {
+        match ctrl.recv(LOOK) {
             Ok(Message::Done(d)) => return Ok(d),
             Ok(m) => bail!("expected a done message, got {}", m.kind()),
             Err(ExchangeError::Timeout(_)) => {}
             Err(e) => return Err(e.into()),
+        }
+        match side.activity() {
+            Some(now) => {
+                if Some(now) != seen {
+                    seen = Some(now);
+                    stall.progressed();
+                }
+                ensure!(
+                    !stall.expired(),
+                    "no packet of the run and no done message for {:?}: is the client still running?",
+                    stall.limit
+                );
+            }
+            None => ensure!(
+                unseen_limit.is_none_or(|l| start.elapsed() < l),
+                "no done message {:?} after the start of a {} s run: is the client still running?",
+                unseen_limit.unwrap_or_default(),
+                h.duration_s.unwrap_or_default()
+            ),
         }
     }
 }

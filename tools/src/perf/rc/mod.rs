@@ -98,9 +98,7 @@ mod absent {
     /// Server side of an RC run: not in this build; the client is told why.
     pub fn server(ctrl: &mut Control, _: &Hello, _: Option<&RdmaDevice>) -> anyhow::Result<Report> {
         let e = OptionError::NotBuilt;
-        let _ = ctrl.send(&Message::Reject {
-            reason: format!("server: {e}"),
-        });
+        let _ = ctrl.send(&Message::reject(format!("server: {e}")));
         Err(e.into())
     }
 }

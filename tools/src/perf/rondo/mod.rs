@@ -305,6 +305,15 @@ impl SlottedSide for Side {
             })
     }
 
+    /// New data packets sent and packets received over this side's queue pairs.
+    fn activity(&self) -> Option<u64> {
+        Some(self.qps.iter().map(|q| q.stats()).fold(0, |n, s| {
+            n + s.data_packets_sent.saturating_sub(s.retx_packets)
+                + s.data_packets_received
+                + s.acks_sent
+        }))
+    }
+
     fn paths(h: &Hello) -> u32 {
         h.paths
     }
@@ -472,9 +481,7 @@ pub fn server(
     let ctx = match open(ctrl, hello, SERVER, rdma, net) {
         Ok(c) => c,
         Err(e) => {
-            let _ = ctrl.send(&Message::Reject {
-                reason: format!("{e:#}"),
-            });
+            let _ = ctrl.send(&Message::reject(format!("{e:#}")));
             return Err(e);
         }
     };
