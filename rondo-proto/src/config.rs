@@ -92,6 +92,13 @@ pub struct FlowConfig {
     /// new RTT. `None` (default): the smallest RTT ever seen (docs/engine.md,
     /// issue 12 row 5, for why it is off).
     pub base_rtt_window_rtts: Option<f64>,
+    /// Packets of a path's excess inflight (inflight_p - r_p T_p) that ARCC's
+    /// inflight-based queue estimate takes for the window's rounding rather than
+    /// a queue; that estimate serves the intervals without an RTT sample. 0
+    /// (default): the paper's Q_p = inflight_p - C_p. 1 undoes the start-up
+    /// probing split on small windows (issue 12 row 2, docs/engine.md; off by
+    /// default because it raises fig18's standing queue, row 6).
+    pub queue_rounding_packets: f64,
     /// Whether q0 bounds each path's margin or the flow's ([`MarginScope`]).
     pub margin_scope: MarginScope,
     /// Target queueing delay as a fraction of the largest base RTT: tau_q = 0.04 T_max.
@@ -205,6 +212,7 @@ impl Default for FlowConfig {
             update_interval_rtts: 0.5,
             q0: 3.0,
             base_rtt_window_rtts: None,
+            queue_rounding_packets: 0.0,
             margin_scope: MarginScope::Path,
             target_queue_rtts: 0.04,
             network_base_rtt: None,
@@ -340,6 +348,12 @@ impl FlowConfig {
             "base_rtt_window_rtts",
             format!("{:?}", self.base_rtt_window_rtts),
             "> 0, or None",
+        )?;
+        check(
+            self.queue_rounding_packets.is_finite() && self.queue_rounding_packets >= 0.0,
+            "queue_rounding_packets",
+            self.queue_rounding_packets,
+            ">= 0 packets",
         )?;
         check(
             self.q0.is_finite() && self.q0 > 0.0,

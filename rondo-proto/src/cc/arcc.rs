@@ -35,6 +35,8 @@ struct ArccParams {
     fast_correction_factor: f64,
     min_window: f64,
     queue_estimate: QueueEstimate,
+    /// Excess inflight the inflight-based estimate takes for window rounding.
+    rounding: f64,
 }
 
 /// ARCC's state of one path.
@@ -163,9 +165,16 @@ impl ArccPath {
         let tau_us = p.tau_q.as_us_f64();
         let pipe = self.ack_rate * t_us; // C_p = r_p T
         let queue = inflight as f64 - pipe; // Q_p = inflight_p - C_p
+                                            // The window is held at packet granularity (a path may have ceil(W_p)
+                                            // packets in flight), so with `rounding` = 1 an excess below one packet is
+                                            // taken for rounding, not a queue: a path of one or two packets, whose
+                                            // intervals often hold no RTT sample and fall back to this estimate,
+                                            // otherwise reads its rounding as a queue of a third of an RTT and loses
+                                            // its margin (issue 12 row 2).
+        let excess = queue - p.rounding;
         let by_inflight = if self.ack_rate > 0.0 {
-            (queue / self.ack_rate).max(0.0)
-        } else if queue > 0.0 {
+            (excess / self.ack_rate).max(0.0)
+        } else if excess > 0.0 {
             f64::INFINITY
         } else {
             0.0
@@ -305,6 +314,7 @@ impl Arcc {
                 fast_correction_factor: cfg.fast_correction_factor,
                 min_window: cfg.min_window,
                 queue_estimate: cfg.queue_estimate,
+                rounding: cfg.queue_rounding_packets,
             },
             restart,
             initial_rtt: cfg.initial_rtt,
@@ -611,6 +621,7 @@ mod tests {
             fast_correction_factor: 4.0,
             min_window: 1.0,
             queue_estimate: QueueEstimate::Rtt,
+            rounding: 0.0,
         }
     }
 
@@ -658,5 +669,40 @@ mod tests {
         assert!((p.margin - m * 0.8 / 2.0).abs() < 1e-9);
         // 2 us < 4 tau = 3.2 us: smoothed, not direct.
         assert!(!u.direct);
+    }
+
+    /// Two intervals of a path with a pipe near one packet and 2 in flight (one
+    /// ACK, then none): the queueing delay the second update reads, and whether
+    /// it grew the margin, with `rounding` packets taken for window rounding.
+    fn small_path_second_update(rounding: f64) -> (ArccUpdate, f64, f64) {
+        let cfg = FlowConfig::default();
+        let params = ArccParams {
+            rounding,
+            ..params()
+        };
+        let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
+        // 0.1 packet/us over T = 12 us: a pipe of 1.2 packets.
+        p.acks_in_interval = 1;
+        p.update(Instant::from_us(10), Duration::from_us(12), 2, &params)
+            .unwrap();
+        let m = p.margin;
+        // No ACK (so no RTT sample) in the next interval: r = 0.08, pipe 0.96.
+        let u = p
+            .update(Instant::from_us(20), Duration::from_us(12), 2, &params)
+            .unwrap();
+        (u, m, p.margin)
+    }
+
+    #[test]
+    fn an_excess_below_one_packet_is_rounding_with_the_allowance() {
+        // The paper's estimate: (2 - 0.96) / 0.08 = 13 us, 16 tau: the margin is
+        // cut to 6%, directly.
+        let (u, m, after) = small_path_second_update(0.0);
+        assert!((u.queue_delay_us - 13.0).abs() < 1e-9, "{u:?}");
+        assert!(u.direct && after < 0.1 * m);
+        // One packet of rounding: 0.04 / 0.08 = 0.5 us < tau: the margin grows.
+        let (u, m, after) = small_path_second_update(1.0);
+        assert!((u.queue_delay_us - 0.5).abs() < 1e-9, "{u:?}");
+        assert!(!u.direct && after > m);
     }
 }

@@ -633,6 +633,9 @@ impl TransportSpec {
             c.update_interval_rtts = x;
         }
         c.base_rtt_window_rtts = self.base_rtt_window_rtts;
+        if let Some(x) = self.queue_rounding_packets {
+            c.queue_rounding_packets = x;
+        }
         c
     }
 }

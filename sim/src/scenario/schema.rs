@@ -316,6 +316,9 @@ pub struct TransportSpec {
     /// Rondo's measured base RTT expires after this many base RTTs when it grew
     /// by more than 4 tau_q (default: never).
     pub base_rtt_window_rtts: Option<f64>,
+    /// Packets of excess inflight Rondo's inflight-based queue estimate takes
+    /// for window rounding (default 0, the paper's estimate).
+    pub queue_rounding_packets: Option<f64>,
 }
 
 /// Whose margin q0 bounds (`transport.margin_scope`; [`rondo_proto::MarginScope`]).
@@ -386,6 +389,7 @@ impl Default for TransportSpec {
             tau_q_base: TauQBaseSpec::Network,
             margin_scope: MarginScopeSpec::Path,
             base_rtt_window_rtts: None,
+            queue_rounding_packets: None,
         }
     }
 }
