@@ -60,6 +60,10 @@ pub(crate) struct Core {
     pub(crate) base: u64,
     /// Lowest PSN not known to be delivered.
     una: u64,
+    /// A table entry may be acknowledged and still in its path's inflight (a
+    /// cumulative ACK overtook its own): `expire_acked_inflight` has work to do.
+    /// Set when an entry gets there, cleared by the scan that finds none left.
+    acked_in_flight: bool,
     next_psn: u64,
     unsent: UnsentSet,
     retx: RetxQueue,
@@ -122,6 +126,7 @@ impl Sender {
                 table: VecDeque::new(),
                 base: start,
                 una: start,
+                acked_in_flight: false,
                 next_psn: start,
                 unsent: UnsentSet::new(start),
                 retx: RetxQueue::new(),
