@@ -97,7 +97,8 @@ impl RtoTimer {
 
     /// When the timer fires, if it runs.
     pub(crate) fn deadline(&self, core: &Core) -> Option<Instant> {
-        (core.in_flight_count() > 0 || core.retx_pending())
+        // `any`: the first path with something in flight answers (no sum over P).
+        (core.retx_pending() || core.paths.iter().any(|p| p.inflight > 0))
             .then(|| self.last_progress + self.rto(core))
     }
 
