@@ -124,7 +124,9 @@ impl RtoTimer {
         core: &mut Core,
         events: &mut VecDeque<Event>,
     ) -> bool {
-        if self.deadline(core).is_none_or(|d| d > now) {
+        // The timeout is at least `rto_min` after the last progress: before that
+        // the per-path scans of `deadline` cannot make it due.
+        if now < self.last_progress + self.rto_min || self.deadline(core).is_none_or(|d| d > now) {
             return false;
         }
         self.retries += 1;

@@ -171,7 +171,7 @@ impl Sender {
         }
         self.recovery.detect_losses(now, c);
         self.settle(now);
-        events.append(&mut self.core.pending_path_events);
+        self.core.flush_path_events(events);
         true
     }
 

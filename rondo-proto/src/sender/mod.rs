@@ -245,6 +245,15 @@ impl Core {
     pub(crate) fn retx_pending(&self) -> bool {
         !self.retx.is_empty()
     }
+
+    /// Moves the path events decided since the last call to `events` (a
+    /// `VecDeque::append` of nothing still costs its bookkeeping, on every
+    /// feedback and timeout).
+    fn flush_path_events(&mut self, events: &mut VecDeque<Event>) {
+        if !self.pending_path_events.is_empty() {
+            events.append(&mut self.pending_path_events);
+        }
+    }
 }
 
 impl FlowView for Core {
