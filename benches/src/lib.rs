@@ -1,13 +1,23 @@
-//! The path-plus-packet selection workload, shared by `benches/selection.rs` and
-//! the `selection_cycles` binary.
+//! The benchmarks' workloads: path-plus-packet selection ([`SelectionFlow`], shared
+//! by `benches/selection.rs` and the `selection_cycles` binary) and the engine alone
+//! ([`EnginePair`], `benches/engine.rs` and rondo-proto's steady-state allocation
+//! test).
 //!
 //! ```
-//! use rondo_benches::{SelectionFlow, Skips};
+//! use rondo_benches::{EnginePair, SelectionFlow, Skips};
 //!
 //! let mut flow = SelectionFlow::new(4, Skips::Heterogeneous);
 //! let (path, psn) = flow.send_one();
 //! assert!(path < 4 && psn < 20_000);
+//!
+//! let mut pair = EnginePair::new(4, 4096, 64 * 1024);
+//! pair.run_messages(3);
+//! assert_eq!(pair.messages().0, 3);
 //! ```
+
+mod engine;
+
+pub use engine::EnginePair;
 
 use rondo_proto::scheduler::UnsentSet;
 use rondo_proto::select::DeficitSelector;

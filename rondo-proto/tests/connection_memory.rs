@@ -5,51 +5,13 @@
 //! One test function only: the allocator counts every thread of this binary.
 
 use rondo_proto::{BufferConfig, Endpoint, FlowConfig, Host, Instant, SharedBuffer};
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+#[path = "common/counting_alloc.rs"]
+mod counting_alloc;
 
-/// Live heap bytes of the process.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-// SAFETY: every call is forwarded to `System` with the caller's arguments, so
-// `System`'s guarantees hold; the counter only observes sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded unchanged; the caller upholds `alloc`'s contract.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded unchanged; `ptr` came from `alloc` with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded unchanged; the caller upholds `realloc`'s contract.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            LIVE.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        p
-    }
-}
+use counting_alloc::live_bytes as live;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 /// Connections per measurement: enough that per-endpoint tables amortise.
 const N: u32 = 2000;

@@ -97,7 +97,8 @@ impl RtoTimer {
 
     /// When the timer fires, if it runs.
     pub(crate) fn deadline(&self, core: &Core) -> Option<Instant> {
-        (core.in_flight_count() > 0 || core.retx_pending())
+        // `any`: the first path with something in flight answers (no sum over P).
+        (core.retx_pending() || core.paths.iter().any(|p| p.inflight > 0))
             .then(|| self.last_progress + self.rto(core))
     }
 
@@ -123,7 +124,9 @@ impl RtoTimer {
         core: &mut Core,
         events: &mut VecDeque<Event>,
     ) -> bool {
-        if self.deadline(core).is_none_or(|d| d > now) {
+        // The timeout is at least `rto_min` after the last progress: before that
+        // the per-path scans of `deadline` cannot make it due.
+        if now < self.last_progress + self.rto_min || self.deadline(core).is_none_or(|d| d > now) {
             return false;
         }
         self.retries += 1;

@@ -14,18 +14,22 @@ use std::collections::VecDeque;
 /// out of rotation): skip_p = round( sum_{p' != p} rate_p' * max(D_p - D_p', 0) ).
 pub fn skips(rates_per_ns: &[f64], delays_ns: &[Option<f64>], out: &mut [u32]) {
     for (p, slot) in out.iter_mut().enumerate() {
-        let Some(dp) = delays_ns[p] else {
-            *slot = 0;
-            continue;
-        };
-        let mut sum = 0.0;
-        for (q, (&rate, dq)) in rates_per_ns.iter().zip(delays_ns).enumerate() {
-            if let (true, Some(dq)) = (q != p, dq) {
-                sum += rate * (dp - dq).max(0.0);
-            }
-        }
-        *slot = sum.round().min(u32::MAX as f64) as u32;
+        *slot = skip_of(p, rates_per_ns, delays_ns);
     }
+}
+
+/// Path `p`'s skip of [`skips`].
+fn skip_of(p: usize, rates_per_ns: &[f64], delays_ns: &[Option<f64>]) -> u32 {
+    let Some(dp) = delays_ns[p] else {
+        return 0;
+    };
+    let mut sum = 0.0;
+    for (q, (&rate, dq)) in rates_per_ns.iter().zip(delays_ns).enumerate() {
+        if let (true, Some(dq)) = (q != p, dq) {
+            sum += rate * (dp - dq).max(0.0);
+        }
+    }
+    sum.round().min(u32::MAX as f64) as u32
 }
 
 /// The skip of a transmission on path `p` at `now_ns`, counting the other paths'
@@ -85,8 +89,13 @@ pub struct SkipScheduler {
     stable_samples: u32,
     on: bool,
     enabled_at: Option<Instant>,
-    /// Eq. (7)'s skip per path, refreshed every update.
+    /// Eq. (7)'s skip per path, as of the last update (when not `skip_stale`).
     skip: Vec<u32>,
+    /// An update took new rates and delays into the scratch and `skip` has not
+    /// been recomputed from them yet: it is recomputed when it is read, so that an
+    /// update costs O(P), not eq. (7)'s O(P^2) (the phase-counted scheduler, the
+    /// default, never reads it on the transmit path).
+    skip_stale: bool,
     scratch: SkipScratch,
 }
 
@@ -99,7 +108,6 @@ struct SkipScratch {
     delays: Vec<Option<f64>>,
     /// Per path: expected time of its next transmission, ns.
     next: Vec<f64>,
-    out: Vec<u32>,
 }
 
 impl SkipScheduler {
@@ -112,17 +120,18 @@ impl SkipScheduler {
             on: false,
             enabled_at: None,
             skip: vec![0; usize::from(cfg.paths)],
+            skip_stale: false,
             scratch: SkipScratch::default(),
         }
     }
 
-    /// Recomputes every path's skip (eq. (7)) from its measured transmission rate
-    /// and forward delay. The paper estimates a path's transmission rate as
+    /// Takes every path's measured transmission rate and forward delay, from which
+    /// its skip (eq. (7)) is recomputed when next read. The paper estimates a path's transmission rate as
     /// W_p / RTT_p; we use the measured data transmission rate of the path (the
     /// congestion controller's EWMA over update intervals), which is the quantity
     /// eq. (7) multiplies and does not overestimate when the flow's pacer, not its
     /// window, limits the path. See docs/engine.md.
-    fn compute_skips(&mut self, paths: &[PathState], cc: &AnyCc) {
+    fn take_skip_inputs(&mut self, paths: &[PathState], cc: &AnyCc) {
         let sc = &mut self.scratch;
         sc.rates.clear();
         sc.delays.clear();
@@ -133,9 +142,16 @@ impl SkipScheduler {
             sc.delays
                 .push(if usable { p.forward_delay_ns() } else { None });
         }
-        sc.out.resize(paths.len(), 0);
-        skips(&sc.rates, &sc.delays, &mut sc.out);
-        self.skip.copy_from_slice(&sc.out);
+        self.skip_stale = true;
+    }
+
+    /// `skip` from the rates and delays of the last update.
+    fn refresh_skips(&mut self) {
+        if self.skip_stale {
+            let sc = &self.scratch;
+            skips(&sc.rates, &sc.delays, &mut self.skip);
+            self.skip_stale = false;
+        }
     }
 
     /// The skip of a transmission on `path` now, from the other paths' phases.
@@ -165,6 +181,7 @@ impl PacketSelector for SkipScheduler {
         } else if self.phase {
             self.phase_skip(path, now, paths) + 1
         } else {
+            self.refresh_skips();
             u64::from(self.skip[path]) + 1
         }
     }
@@ -195,12 +212,12 @@ impl PacketSelector for SkipScheduler {
             }
         }
         if self.on {
-            self.compute_skips(paths, cc);
+            self.take_skip_inputs(paths, cc);
         }
     }
 
     fn on_paths_changed(&mut self, paths: &[PathState], cc: &AnyCc) {
-        self.compute_skips(paths, cc);
+        self.take_skip_inputs(paths, cc);
     }
 
     fn enabled_at(&self) -> Option<Instant> {
@@ -208,6 +225,10 @@ impl PacketSelector for SkipScheduler {
     }
 
     fn skip(&self, path: usize) -> u32 {
+        if self.skip_stale {
+            let sc = &self.scratch;
+            return skip_of(path, &sc.rates, &sc.delays);
+        }
         self.skip[path]
     }
 }

@@ -173,7 +173,7 @@ impl Sender {
         }
         self.recovery.detect_losses(now, c);
         self.settle(now);
-        events.append(&mut self.core.pending_path_events);
+        self.core.flush_path_events(events);
         true
     }
 
@@ -236,6 +236,7 @@ impl Core {
             return false;
         }
         e.acked = true;
+        self.acked_in_flight |= e.in_flight;
         if e.queued {
             e.queued = false;
             self.retx.remove();
@@ -247,6 +248,10 @@ impl Core {
     /// Packets known delivered whose own ACK never came back leave their path's
     /// inflight two path RTTs after they were sent.
     pub(super) fn expire_acked_inflight(&mut self, now: Instant) {
+        if !self.acked_in_flight {
+            return;
+        }
+        let mut left = false;
         for i in 0..self.table.len() {
             let e = self.table[i];
             if e.acked && e.in_flight {
@@ -256,9 +261,12 @@ impl Core {
                 if e.sent_at + rtt.saturating_mul(2) <= now {
                     self.table[i].in_flight = false;
                     self.paths[e.path as usize].inflight -= 1;
+                } else {
+                    left = true;
                 }
             }
         }
+        self.acked_in_flight = left;
     }
 
     fn pop_acked(&mut self, events: &mut VecDeque<Event>) {

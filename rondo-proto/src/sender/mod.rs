@@ -60,6 +60,10 @@ pub(crate) struct Core {
     pub(crate) base: u64,
     /// Lowest PSN not known to be delivered.
     una: u64,
+    /// A table entry may be acknowledged and still in its path's inflight (a
+    /// cumulative ACK overtook its own): `expire_acked_inflight` has work to do.
+    /// Set when an entry gets there, cleared by the scan that finds none left.
+    acked_in_flight: bool,
     next_psn: u64,
     unsent: UnsentSet,
     retx: RetxQueue,
@@ -122,6 +126,7 @@ impl Sender {
                 table: VecDeque::new(),
                 base: start,
                 una: start,
+                acked_in_flight: false,
                 next_psn: start,
                 unsent: UnsentSet::new(start),
                 retx: RetxQueue::new(),
@@ -239,6 +244,15 @@ impl Core {
     /// Retransmissions are queued.
     pub(crate) fn retx_pending(&self) -> bool {
         !self.retx.is_empty()
+    }
+
+    /// Moves the path events decided since the last call to `events` (a
+    /// `VecDeque::append` of nothing still costs its bookkeeping, on every
+    /// feedback and timeout).
+    fn flush_path_events(&mut self, events: &mut VecDeque<Event>) {
+        if !self.pending_path_events.is_empty() {
+            events.append(&mut self.pending_path_events);
+        }
     }
 }
 

@@ -27,7 +27,7 @@ impl Sender {
             t = t.min(d);
         }
         if c.has_data() {
-            if self.cc.any_open(&c.paths) && !self.select_blocked {
+            if !self.select_blocked && self.cc.any_open(&c.paths) {
                 t = t.min(if self.cc.paced() {
                     c.pace_next
                 } else {
@@ -61,6 +61,6 @@ impl Sender {
             self.selector.on_rto(now);
         }
         self.settle(now);
-        events.append(&mut self.core.pending_path_events);
+        self.core.flush_path_events(events);
     }
 }
