@@ -60,7 +60,11 @@ fn timeout_and_retry_cnt_set_after_creation_apply() {
             other => panic!("{t:?} {r:?}: {other:?}"),
         }
     }
-    assert_eq!(p.a.qp.retry(), (14, 7), "a refused change changed something");
+    assert_eq!(
+        p.a.qp.retry(),
+        (14, 7),
+        "a refused change changed something"
+    );
     p.a.qp.set_retry(Some(10), Some(3)).unwrap();
     assert_eq!(p.a.qp.retry(), (10, 3));
     let limit = Duration::from_ns(4096 << 10).saturating_mul(4);

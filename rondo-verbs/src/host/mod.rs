@@ -347,7 +347,6 @@ impl VerbsHost {
         std::mem::take(&mut self.retired)
     }
 
-
     /// Connects a QP's engine flow to the peer QP `remote_qpn`.
     pub(crate) fn connect(
         &mut self,
