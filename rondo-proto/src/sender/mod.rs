@@ -87,6 +87,11 @@ pub(crate) struct Core {
     downed: Vec<usize>,
     /// Loss verdicts (path, by timeout) since the congestion controller last heard.
     losses: Vec<(usize, bool)>,
+    /// When the first packet known delivered (by a cumulative ACK) without its
+    /// own ACK leaves its path's inflight ([`Core::expire_acked_inflight`]):
+    /// a wake-up, so that a sender whose per-packet ACKs were lost (NAKs
+    /// dropped by a switch, say) does not wait with its window full.
+    pub(crate) inflight_expiry: Option<Instant>,
 }
 
 /// The sending half of a flow: the shared core and one implementation of each seam.
@@ -134,6 +139,7 @@ impl Sender {
                 rx_window: None,
                 rx_window_grow: 0,
                 psn_window,
+                inflight_expiry: None,
                 open: vec![0.0; cfg.paths as usize],
                 stats: SenderStats::default(),
                 failed: None,
