@@ -68,6 +68,7 @@ const FIG14: &str = include_str!("../../scenarios/fig14-incast-background.toml")
 const FIG15: &str = include_str!("../../scenarios/fig15-loss.toml");
 const INCAST32: &str = include_str!("../../scenarios/incast32.toml");
 const CLOS3_RTT_FAIRNESS: &str = include_str!("../../scenarios/clos3-rtt-fairness.toml");
+const FIG11: &str = include_str!("../../scenarios/fig11-moe-step.toml");
 const FIG24: &str = include_str!("../../scenarios/fig24-rc-reorder.toml");
 
 /// The OODs the Fig. 24 sweep imposes, packets: path 1's extra delay in the
@@ -75,6 +76,16 @@ const FIG24: &str = include_str!("../../scenarios/fig24-rc-reorder.toml");
 pub const FIG24_OOD: [u32; 17] = [
     0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 650, 700, 750, 800,
 ];
+
+/// Where a Fig. 24 curve's cliff starts: the last imposed OOD (points
+/// `(ood, throughput)` in increasing OOD) before the first whose throughput is
+/// below 97% of the first point's, the largest OOD the limit still absorbs;
+/// `None` when no point falls below (or the first does, trivially).
+pub fn fig24_cliff(points: &[(f64, f64)]) -> Option<f64> {
+    let (_, top) = *points.first()?;
+    let below = points.iter().position(|&(_, t)| t < 0.97 * top)?;
+    below.checked_sub(1).map(|i| points[i].0)
+}
 
 /// The Fig. 24 runs: `rc-sr` WRITE and READ under each imposed OOD.
 fn fig24() -> Vec<RunTemplate> {
@@ -235,6 +246,11 @@ pub fn builtins() -> Vec<Builtin> {
             name: "clos3-rtt-fairness",
             about: "Fig. 25: three long flows to one receiver from its ToR, its pod and another pod",
             runs: vec![one("", "clos3-rtt-fairness.toml", CLOS3_RTT_FAIRNESS, &[])],
+        },
+        Builtin {
+            name: "fig11",
+            about: "Fig. 11: one MoE training step's collectives on 16 ranks of the 320-host Clos (all-gather, 4 all-to-alls, reduce-scatter, all-reduce)",
+            runs: vec![one("", "fig11-moe-step.toml", FIG11, &[])],
         },
         Builtin {
             name: "fig24",

@@ -30,7 +30,9 @@ mod run;
 mod schema;
 pub mod workload;
 
-pub use builtin::{builtin, builtins, Builtin, BuiltinRun, SweepPoint, FIG24_OOD, FIG4_EXTRA_US};
+pub use builtin::{
+    builtin, builtins, fig24_cliff, Builtin, BuiltinRun, SweepPoint, FIG24_OOD, FIG4_EXTRA_US,
+};
 pub use cdf::{CdfError, FlowSizeCdf, HADOOP, WEB_SEARCH};
 pub use check::MTU_RANGE;
 pub use error::ScenarioError;
