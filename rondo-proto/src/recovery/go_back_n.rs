@@ -198,7 +198,10 @@ mod tests {
         // (their NAKs lost), 9 filled the hole; its ACK acknowledges all ten.
         let mut s = sent(&rc("rc-sr"), 10);
         feedback(&mut s, 10, 9, 10, 0, None);
-        assert_eq!(s.core.paths[0].inflight, 9, "known delivered, still counted");
+        assert_eq!(
+            s.core.paths[0].inflight, 9,
+            "known delivered, still counted"
+        );
         // They leave two RTTs (10 us measured) after they were sent: a wake-up
         // then, not whenever another timer fires.
         let t = s.poll_timeout().expect("a wake-up for the expiry");
