@@ -97,6 +97,10 @@ pub struct SwitchConfig {
     pub loss: f64,
     /// Next-hop choice among equal-cost links (default: ECMP hashing).
     pub routing: Routing,
+    /// Drop every NAK a switch forwards (default off): the paper's App. A
+    /// testbed does this so that a ConnectX-7 selective-repeat receiver keeps
+    /// out-of-order packets without its sender resending the hole each time.
+    pub drop_naks: bool,
 }
 
 impl Default for SwitchConfig {
@@ -109,6 +113,7 @@ impl Default for SwitchConfig {
             pfc: None,
             loss: 0.0,
             routing: Routing::Ecmp,
+            drop_naks: false,
         }
     }
 }

@@ -25,7 +25,7 @@
 //!   marking and optional PFC ([`SwitchConfig`]). A host's NIC is a link too.
 //!
 //! ```
-//! use rondo_sim::{FlowSpec, PathSpec, SimConfig, Simulator, Topology};
+//! use rondo_sim::{FlowSpec, Messages, PathSpec, SimConfig, Simulator, Topology};
 //! use rondo_proto::time::{Duration, Instant};
 //! use rondo_proto::FlowConfig;
 //!
@@ -37,6 +37,7 @@
 //! sim.add_flow(FlowSpec {
 //!     src: 0, dst: 1, start: Instant::ZERO, bytes: Some(100_000), stop: None,
 //!     paths: None, cfg: FlowConfig::default(), group: 0,
+//!     messages: Messages::default(), after: None,
 //! })?;
 //! sim.run(Instant::from_us(10_000), &mut |_| {});
 //! let m = sim.metrics();
@@ -60,8 +61,8 @@ pub use error::SimError;
 pub use pair::Testbed;
 pub use sim::metrics::{Drops, Metrics, RetxMetrics};
 pub use sim::{
-    Delivery, FlowResult, FlowSpec, LinkChange, LinkId, LinkStats, Progress, RunEnd, Simulator,
-    LONG_OUTSTANDING, MESSAGE_BYTES,
+    Delivery, FlowResult, FlowSpec, GateId, LinkChange, LinkId, LinkStats, Messages, Op, Progress,
+    RunEnd, Simulator, LONG_OUTSTANDING, MESSAGE_BYTES, READ_REQUEST_BYTES,
 };
 pub use topology::{LinkKind, PathSpec, Topology};
 pub use trace::{Trace, TraceSample};

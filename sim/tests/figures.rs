@@ -339,3 +339,38 @@ fn clos320_alltoall_completes_and_closes_every_connection() {
         2 * m.flows.len()
     );
 }
+
+/// Paper App. A, Fig. 24: ConnectX-7 selective repeat's READ throughput drops
+/// sharply once the OOD exceeds about 200 packets (16 outstanding READs), its
+/// WRITE throughput near 500 (the 512-PSN window). The cliff (the last OOD
+/// keeping 97% of the throughput) within one 50-packet sweep step of where the
+/// limits put it: READ 16 READs of 16 packets less the 12-packet BDP, 244;
+/// WRITE 512 less the BDP, 500.
+#[test]
+fn fig24_rc_sr_read_and_write_cliffs_sit_where_their_limits_put_them() {
+    let runs = builtin("fig24").unwrap().runs(&[]).unwrap();
+    for (op, lo, hi) in [("READ", 194.0, 294.0), ("WRITE", 450.0, 550.0)] {
+        let points: Vec<(f64, f64)> = runs
+            .iter()
+            .filter(|r| r.sweep.as_ref().is_some_and(|p| p.series == op))
+            .map(|r| {
+                (
+                    r.sweep.as_ref().unwrap().x,
+                    report(&r.scenario).goodput_gbps,
+                )
+            })
+            .collect();
+        assert_eq!(points.len(), rondo_sim::scenario::FIG24_OOD.len());
+        assert!(points[0].1 > 38.0, "{op} at OOD 0: {points:?}");
+        let cliff = rondo_sim::scenario::fig24_cliff(&points);
+        assert!(
+            cliff.is_some_and(|c| (lo..=hi).contains(&c)),
+            "{op}: cliff at {cliff:?}, want {lo}-{hi}: {points:?}"
+        );
+        // Past the cliff it keeps falling: at 800 under 60% of the top.
+        assert!(
+            points.last().unwrap().1 < 0.6 * points[0].1,
+            "{op}: {points:?}"
+        );
+    }
+}

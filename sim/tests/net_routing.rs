@@ -130,6 +130,7 @@ fn a_flow_across_pods_of_a_fattree_completes_on_all_equal_cost_paths() {
             paths: None,
             cfg: FlowConfig::default(),
             group: 5,
+            ..FlowSpec::transfer(0, 13, 1)
         })
         .unwrap();
     sim.run(Instant::from_us(20_000), &mut |_| {});

@@ -4,20 +4,44 @@
 mod common;
 
 use common::rondo;
+use std::path::PathBuf;
+use std::process::Output;
+
+/// An empty directory of this test's own, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("rondo-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Scratch(dir)
+    }
+
+    /// `rondo reproduce --quick --fig FIGS --out DIR/FILE`, and that file's path.
+    fn reproduce(&self, figs: &str, file: &str) -> (Output, PathBuf) {
+        let out = self.0.join(file);
+        let o = rondo(&[
+            "reproduce",
+            "--quick",
+            "--fig",
+            figs,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        (o, out)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 #[test]
 fn writes_the_figures_with_the_papers_numbers_and_a_plot() {
-    let dir = std::env::temp_dir().join(format!("rondo-reproduce-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = dir.join("results.md");
-    let o = rondo(&[
-        "reproduce",
-        "--quick",
-        "--fig",
-        "9,20",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let dir = Scratch::new("reproduce");
+    let (o, out) = dir.reproduce("9,20", "results.md");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(&out).unwrap();
     assert!(md.starts_with("# Results"), "{md}");
@@ -36,39 +60,44 @@ fn writes_the_figures_with_the_papers_numbers_and_a_plot() {
     }
     assert!(md.contains("## Not reproduced"), "{md}");
     // The same seed gives the same document.
-    let again = dir.join("again.md");
-    let o = rondo(&[
-        "reproduce",
-        "--quick",
-        "--fig",
-        "9,20",
-        "--out",
-        again.to_str().unwrap(),
-    ]);
+    let (o, again) = dir.reproduce("9,20", "again.md");
     assert!(o.status.success());
     assert_eq!(md, std::fs::read_to_string(&again).unwrap());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_sweep_figure_gets_its_plot() {
-    let dir = std::env::temp_dir().join(format!("rondo-reproduce-plot-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = dir.join("r.md");
-    let o = rondo(&[
-        "reproduce",
-        "--quick",
-        "--fig",
-        "4",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let dir = Scratch::new("reproduce-plot");
+    let (o, out) = dir.reproduce("4", "r.md");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(&out).unwrap();
     assert!(md.contains("](r-fig4.svg)"), "{md}");
-    let svg = std::fs::read_to_string(dir.join("r-fig4.svg")).unwrap();
+    let svg = std::fs::read_to_string(dir.0.join("r-fig4.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.contains("polyline"), "{svg}");
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fig24_plots_one_line_per_operation_over_every_ood_and_names_the_cliffs() {
+    let dir = Scratch::new("reproduce-fig24");
+    let (o, out) = dir.reproduce("24", "r.md");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(&out).unwrap();
+    for op in ["READ", "WRITE"] {
+        assert!(
+            md.contains(&format!("- {op}: throughput holds up to an OOD of")),
+            "{md}"
+        );
+        assert!(md.contains(&format!("| ood=800 | {op} |")), "{md}");
+    }
+    // A line per operation with a point per swept OOD (17), not one per case.
+    let svg = std::fs::read_to_string(dir.0.join("r-fig24.svg")).unwrap();
+    let lines: Vec<usize> = svg
+        .split("<polyline points=\"")
+        .skip(1)
+        .map(|l| l.split('"').next().unwrap().split(' ').count())
+        .filter(|&n| n > 3)
+        .collect();
+    assert_eq!(lines, [17, 17], "{svg}");
 }
 
 #[test]

@@ -207,12 +207,14 @@ impl Dcqcn {
         self.rate = ((self.target + self.rate) / 2.0).min(self.line_rate);
     }
 
-    /// The flow's inflight cap, packets.
+    /// The flow's inflight cap, packets: from the largest base RTT of the
+    /// paths in use (a sprayed flow's packets take every path, and a cap from the
+    /// shortest bound below an RC NIC's PSN window under a delay difference).
     fn window_cap(&self, paths: &[PathState]) -> f64 {
         let rtt = paths
             .iter()
             .filter_map(|p| p.base_rtt())
-            .min()
+            .max()
             .unwrap_or(self.initial_rtt);
         (WINDOW_BDPS * self.line_rate * rtt.as_us_f64()).max(MIN_WINDOW_PACKETS)
     }

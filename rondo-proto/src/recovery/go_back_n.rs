@@ -191,4 +191,23 @@ mod tests {
         let _ = resent(&mut s, 201); // the hole, PSN 1
         assert_eq!(send(&mut s, Instant::from_us(201)), None);
     }
+
+    #[test]
+    fn packets_acknowledged_only_cumulatively_leave_inflight_on_a_timer_of_their_own() {
+        // rc-sr whose NAKs a switch dropped: PSNs 0-8 were placed out of order
+        // (their NAKs lost), 9 filled the hole; its ACK acknowledges all ten.
+        let mut s = sent(&rc("rc-sr"), 10);
+        feedback(&mut s, 10, 9, 10, 0, None);
+        assert_eq!(
+            s.core.paths[0].inflight, 9,
+            "known delivered, still counted"
+        );
+        // They leave two RTTs (10 us measured) after they were sent: a wake-up
+        // then, not whenever another timer fires.
+        let t = s.poll_timeout().expect("a wake-up for the expiry");
+        assert!(t <= Instant::from_us(20), "{t:?}");
+        s.handle_timeout(Instant::from_us(20), &mut std::collections::VecDeque::new());
+        assert_eq!(s.core.paths[0].inflight, 0);
+        assert_eq!(s.core.inflight_expiry, None);
+    }
 }

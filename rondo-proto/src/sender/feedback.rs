@@ -235,8 +235,14 @@ impl Core {
         if e.acked {
             return false;
         }
+        if e.in_flight {
+            let rtt = self.paths[e.path as usize]
+                .srtt
+                .unwrap_or(self.cfg.initial_rtt);
+            let at = e.sent_at + rtt.saturating_mul(2);
+            self.inflight_expiry = Some(self.inflight_expiry.map_or(at, |t| t.min(at)));
+        }
         e.acked = true;
-        self.acked_in_flight |= e.in_flight;
         if e.queued {
             e.queued = false;
             self.retx.remove();
@@ -248,25 +254,27 @@ impl Core {
     /// Packets known delivered whose own ACK never came back leave their path's
     /// inflight two path RTTs after they were sent.
     pub(super) fn expire_acked_inflight(&mut self, now: Instant) {
-        if !self.acked_in_flight {
+        // Nothing acknowledged is still counted in flight: no scan.
+        if self.inflight_expiry.is_none() {
             return;
         }
-        let mut left = false;
+        let mut next: Option<Instant> = None;
         for i in 0..self.table.len() {
             let e = self.table[i];
             if e.acked && e.in_flight {
                 let rtt = self.paths[e.path as usize]
                     .srtt
                     .unwrap_or(self.cfg.initial_rtt);
-                if e.sent_at + rtt.saturating_mul(2) <= now {
+                let at = e.sent_at + rtt.saturating_mul(2);
+                if at <= now {
                     self.table[i].in_flight = false;
                     self.paths[e.path as usize].inflight -= 1;
                 } else {
-                    left = true;
+                    next = Some(next.map_or(at, |t| t.min(at)));
                 }
             }
         }
-        self.acked_in_flight = left;
+        self.inflight_expiry = next;
     }
 
     fn pop_acked(&mut self, events: &mut VecDeque<Event>) {

@@ -60,10 +60,6 @@ pub(crate) struct Core {
     pub(crate) base: u64,
     /// Lowest PSN not known to be delivered.
     una: u64,
-    /// A table entry may be acknowledged and still in its path's inflight (a
-    /// cumulative ACK overtook its own): `expire_acked_inflight` has work to do.
-    /// Set when an entry gets there, cleared by the scan that finds none left.
-    acked_in_flight: bool,
     next_psn: u64,
     unsent: UnsentSet,
     retx: RetxQueue,
@@ -91,6 +87,12 @@ pub(crate) struct Core {
     downed: Vec<usize>,
     /// Loss verdicts (path, by timeout) since the congestion controller last heard.
     losses: Vec<(usize, bool)>,
+    /// When the first packet known delivered (by a cumulative ACK) without its
+    /// own ACK leaves its path's inflight ([`Core::expire_acked_inflight`]):
+    /// a wake-up, so that a sender whose per-packet ACKs were lost (NAKs
+    /// dropped by a switch, say) does not wait with its window full. `None`
+    /// when no entry is acknowledged and still in flight, so the scan is skipped.
+    pub(crate) inflight_expiry: Option<Instant>,
 }
 
 /// The sending half of a flow: the shared core and one implementation of each seam.
@@ -126,7 +128,6 @@ impl Sender {
                 table: VecDeque::new(),
                 base: start,
                 una: start,
-                acked_in_flight: false,
                 next_psn: start,
                 unsent: UnsentSet::new(start),
                 retx: RetxQueue::new(),
@@ -139,6 +140,7 @@ impl Sender {
                 rx_window: None,
                 rx_window_grow: 0,
                 psn_window,
+                inflight_expiry: None,
                 open: vec![0.0; cfg.paths as usize],
                 stats: SenderStats::default(),
                 failed: None,

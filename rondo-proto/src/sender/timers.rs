@@ -26,6 +26,9 @@ impl Sender {
         if let Some(d) = self.recovery.poll_timeout(c) {
             t = t.min(d);
         }
+        if let Some(d) = c.inflight_expiry {
+            t = t.min(d);
+        }
         if c.has_data() {
             if !self.select_blocked && self.cc.any_open(&c.paths) {
                 t = t.min(if self.cc.paced() {

@@ -110,6 +110,15 @@ impl Transport {
         self.entry().description
     }
 
+    /// READ requests a requester may have outstanding on one connection, if its
+    /// NIC model limits them: ConnectX-7's 16 for the RC models (paper App. A,
+    /// [`rc::MAX_OUTSTANDING_READS`]); `None`: no limit. The engine carries
+    /// messages, not operations: the driver that issues READs (the simulator)
+    /// holds the 17th until one completes.
+    pub fn max_outstanding_reads(self) -> Option<u32> {
+        rc::max_outstanding_reads(self.entry())
+    }
+
     /// The sender's parts of a flow configured by `cfg` (its `transport`).
     pub(crate) fn parts(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Parts {
         (cfg.transport.entry().sender)(cfg, now, paths)
@@ -174,5 +183,13 @@ mod tests {
             e.contains("`tcp`") && e.contains("rondo") && e.contains("rrps"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn only_the_rc_models_limit_outstanding_reads() {
+        for t in Transport::all() {
+            let want = matches!(t.name(), "rc-gbn" | "rc-sr").then_some(16);
+            assert_eq!(t.max_outstanding_reads(), want, "{t}");
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! `rc-sr`, selective repeat with direct placement (the receiver places an
 //! out-of-order WRITE payload in host memory, outside the shared reorder buffer,
 //! and NAKs every such arrival with the expected PSN; the sender resends that
-//! PSN), which stalls at 512 outstanding PSNs. One path per flow, by hash;
+//! PSN), which stalls at 512 outstanding PSNs. Both allow 16 outstanding READs
+//! ([`crate::Transport::max_outstanding_reads`]). One path per flow, by hash;
 //! `path_selection = random` sprays every packet instead (a spraying switch's
 //! stand-in).
 
@@ -24,6 +25,14 @@ pub const WRITE_PSN_WINDOW: u32 = 512;
 
 /// ConnectX-7's outstanding READ requests per RC queue pair (paper App. A).
 pub const MAX_OUTSTANDING_READS: u32 = 16;
+
+/// The READ limit of a transport: [`MAX_OUTSTANDING_READS`] for both RC models
+/// (the limit belongs to the ConnectX-7 queue pair, whatever its recovery).
+pub(super) fn max_outstanding_reads(e: &Entry) -> Option<u32> {
+    [GBN.name, SR.name]
+        .contains(&e.name)
+        .then_some(MAX_OUTSTANDING_READS)
+}
 
 /// Least time between two NAKs of one expected PSN at a go-back-N receiver
 /// (HPCC ns-3 `rdma-hw.cc`, REFERENCE.md "RC NIC go-back-N").

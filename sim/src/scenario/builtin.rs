@@ -68,6 +68,54 @@ const FIG14: &str = include_str!("../../scenarios/fig14-incast-background.toml")
 const FIG15: &str = include_str!("../../scenarios/fig15-loss.toml");
 const INCAST32: &str = include_str!("../../scenarios/incast32.toml");
 const CLOS3_RTT_FAIRNESS: &str = include_str!("../../scenarios/clos3-rtt-fairness.toml");
+const FIG11: &str = include_str!("../../scenarios/fig11-moe-step.toml");
+const FIG24: &str = include_str!("../../scenarios/fig24-rc-reorder.toml");
+
+/// The OODs the Fig. 24 sweep imposes, packets: path 1's extra delay in the
+/// data's direction is this many packet times at the host rate.
+pub const FIG24_OOD: [u32; 17] = [
+    0, 50, 100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 650, 700, 750, 800,
+];
+
+/// Where a Fig. 24 curve's cliff starts: the last imposed OOD (points
+/// `(ood, throughput)` in increasing OOD) before the first whose throughput is
+/// below 97% of the first point's, the largest OOD the limit still absorbs;
+/// `None` when no point falls below (or the first does, trivially).
+pub fn fig24_cliff(points: &[(f64, f64)]) -> Option<f64> {
+    let (_, top) = *points.first()?;
+    let below = points.iter().position(|&(_, t)| t < 0.97 * top)?;
+    below.checked_sub(1).map(|i| points[i].0)
+}
+
+/// The Fig. 24 runs: `rc-sr` WRITE and READ under each imposed OOD.
+fn fig24() -> Vec<RunTemplate> {
+    // One 4144-byte packet at 40 Gb/s (the scenario's mtu and host rate), us.
+    let packet_us = 4144.0 * 8.0 / 40e3;
+    let mut runs = Vec::new();
+    for (op, link) in [("write", "path_forward"), ("read", "path_reverse")] {
+        for ood in FIG24_OOD {
+            let delay = 5.0 + f64::from(ood) * packet_us;
+            runs.push(RunTemplate {
+                label: format!("{op} ood={ood}"),
+                sweep: Some(SweepPoint {
+                    axis: "imposed OOD (packets)",
+                    x: f64::from(ood),
+                    series: op.to_uppercase(),
+                    eq3: false,
+                }),
+                file: "fig24-rc-reorder.toml",
+                text: FIG24,
+                overrides: vec![
+                    format!("workload.op={op:?}"),
+                    format!(
+                        "events=[{{ at_us = 0.0, link = {link:?}, index = 1, action = \"delay\", delay_us = {delay} }}]"
+                    ),
+                ],
+            });
+        }
+    }
+    runs
+}
 
 /// Extra one-way delays of spine path 3 in the Fig. 4 sweep, us.
 pub const FIG4_EXTRA_US: [u32; 6] = [0, 5, 10, 15, 20, 25];
@@ -198,6 +246,16 @@ pub fn builtins() -> Vec<Builtin> {
             name: "clos3-rtt-fairness",
             about: "Fig. 25: three long flows to one receiver from its ToR, its pod and another pod",
             runs: vec![one("", "clos3-rtt-fairness.toml", CLOS3_RTT_FAIRNESS, &[])],
+        },
+        Builtin {
+            name: "fig11",
+            about: "Fig. 11: one MoE training step's collectives on 16 ranks of the 320-host Clos (all-gather, 4 all-to-alls, reduce-scatter, all-reduce)",
+            runs: vec![one("", "fig11-moe-step.toml", FIG11, &[])],
+        },
+        Builtin {
+            name: "fig24",
+            about: "Fig. 24: rc-sr WRITE and READ throughput against an imposed OOD of 0-800 packets (40 Gb/s, 10 us)",
+            runs: fig24(),
         },
         Builtin {
             name: "clos320-permutation",

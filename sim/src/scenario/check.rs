@@ -3,12 +3,16 @@
 
 use super::error::ScenarioError;
 use super::schema::{
-    EventAction, Scenario, SwitchSpec, TopologySpec, TransportKind, TransportSpec, WorkloadSpec,
+    CollectiveOp, EventAction, Scenario, SwitchSpec, TopologySpec, TransportKind, TransportSpec,
+    WorkloadSpec,
 };
 use super::workload::poisson_cdf;
 
 /// Smallest and largest `mtu` accepted.
 pub const MTU_RANGE: (u32, u32) = (128, 9216);
+
+/// Largest `message_bytes` (the engine's default `max_message_len`, 4 GiB).
+pub const MAX_MESSAGE_BYTES: u64 = 1 << 32;
 
 /// Most flows one workload table may generate (expected count for `poisson`).
 pub const MAX_FLOWS: f64 = 1_000_000.0;
@@ -342,6 +346,24 @@ impl Scenario {
             WorkloadSpec::LongFlows(s) => {
                 too_many(f64::from(s.flows) * s.senders.len() as f64, "flows")?;
                 bytes(s.bytes)?;
+                if let Some(m) = s.message_bytes {
+                    if m == 0 || m > MAX_MESSAGE_BYTES {
+                        return Err(ScenarioError::invalid(
+                            file,
+                            format!("{key}.message_bytes"),
+                            m,
+                            format!("1 to {MAX_MESSAGE_BYTES} bytes per message"),
+                        ));
+                    }
+                }
+                if s.tx_depth.is_some_and(|d| d == 0 || d > 4096) {
+                    return Err(ScenarioError::invalid(
+                        file,
+                        format!("{key}.tx_depth"),
+                        s.tx_depth.unwrap_or(0),
+                        "1 to 4096 messages posted",
+                    ));
+                }
                 paths(s.paths)?;
                 times(s.start_us, s.stop_us)?;
                 if s.senders.is_empty() || s.receivers.is_empty() {
@@ -453,6 +475,49 @@ impl Scenario {
                 let n = s.hosts.unwrap_or(hosts) as f64;
                 let expected = (n * per_host * span_s).min(s.flows.map_or(f64::MAX, |f| f as f64));
                 too_many(expected, "load")?;
+            }
+            WorkloadSpec::Collective(s) => {
+                paths(s.paths)?;
+                times(s.start_us, None)?;
+                let last = s.first_host + s.ranks.saturating_sub(1) * s.stride;
+                if s.ranks < 2 || s.stride == 0 || last >= hosts {
+                    return Err(ScenarioError::invalid(
+                        file,
+                        format!("{key}.ranks"),
+                        s.ranks,
+                        format!(
+                            "2 or more ranks, stride 1 or more, all on hosts below {hosts} (topology {kind}): first_host + (ranks - 1) x stride = {last}"
+                        ),
+                    ));
+                }
+                if s.phases.is_empty() {
+                    return Err(ScenarioError::invalid(
+                        file,
+                        format!("{key}.phases"),
+                        "[]",
+                        "at least one phase",
+                    ));
+                }
+                let n = s.ranks as f64;
+                let mut flows = 0.0;
+                for (i, ph) in s.phases.iter().enumerate() {
+                    if ph.bytes < s.ranks as u64 {
+                        return Err(ScenarioError::invalid(
+                            file,
+                            format!("{key}.phases[{i}].bytes"),
+                            ph.bytes,
+                            format!("at least one byte per rank ({})", s.ranks),
+                        ));
+                    }
+                    flows += n
+                        * (n - 1.0)
+                        * if ph.op == CollectiveOp::AllReduce {
+                            2.0
+                        } else {
+                            1.0
+                        };
+                }
+                too_many(flows, "phases")?;
             }
             WorkloadSpec::Background(s) => {
                 too_many(f64::from(s.flows), "flows")?;

@@ -30,7 +30,9 @@ mod run;
 mod schema;
 pub mod workload;
 
-pub use builtin::{builtin, builtins, Builtin, BuiltinRun, SweepPoint, FIG4_EXTRA_US};
+pub use builtin::{
+    builtin, builtins, fig24_cliff, Builtin, BuiltinRun, SweepPoint, FIG24_OOD, FIG4_EXTRA_US,
+};
 pub use cdf::{CdfError, FlowSizeCdf, HADOOP, WEB_SEARCH};
 pub use check::MTU_RANGE;
 pub use error::ScenarioError;
@@ -40,9 +42,9 @@ pub use report::{
 };
 pub use run::{build, link_name, run, Outcome, RunOptions};
 pub use schema::{
-    AllToAllSpec, BackgroundSpec, BaseRttSpec, CdfName, Clos3Spec, EventAction, EventSpec,
-    FatTreeSpec, Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec, MarginScopeSpec,
-    ParallelSpec, PathEntry, PathSelectionSpec, PermutationSpec, PoissonSpec, RoutingSpec,
-    Scenario, SwitchSpec, TauQBaseSpec, TopologySpec, TransportKind, TransportSpec, WorkloadSpec,
-    Workloads, PLANNED_TRANSPORTS,
+    AllToAllSpec, BackgroundSpec, BaseRttSpec, CdfName, Clos3Spec, CollectiveOp, CollectiveSpec,
+    EventAction, EventSpec, FatTreeSpec, Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec,
+    MarginScopeSpec, ParallelSpec, PathEntry, PathSelectionSpec, PermutationSpec, PhaseSpec,
+    PoissonSpec, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TopologySpec, TransportKind,
+    TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
 };

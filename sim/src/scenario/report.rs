@@ -152,6 +152,8 @@ pub struct Drops {
     pub probe: u64,
     /// Packets of any class dropped at random (`switch.loss`).
     pub random: u64,
+    /// NAKs dropped by the switches (`switch.drop_naks`).
+    pub naks: u64,
 }
 
 /// Switch queue figures.

@@ -158,6 +158,7 @@ fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
     if let Some(x) = s.loss {
         c.loss = x;
     }
+    c.drop_naks = s.drop_naks.unwrap_or(false);
     c
 }
 
@@ -191,7 +192,22 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
         TauQBaseSpec::Network => Some(network_base_rtt(&sim, scenario)?),
         TauQBaseSpec::Flow => None,
     };
-    for f in &scenario.flows() {
+    // One gate per distinct set of flows waited for (a phase, a ring step).
+    let mut gates: std::collections::HashMap<(usize, usize), crate::GateId> =
+        std::collections::HashMap::new();
+    for (i, f) in scenario.flows().iter().enumerate() {
+        let after = match &f.after {
+            Some(r) if r.end <= i && !r.is_empty() => match gates.get(&(r.start, r.end)) {
+                Some(g) => Some(*g),
+                None => {
+                    let ids: Vec<usize> = r.clone().collect();
+                    let g = sim.add_gate(&ids).map_err(refused)?;
+                    gates.insert((r.start, r.end), g);
+                    Some(g)
+                }
+            },
+            _ => None,
+        };
         // The simulator sets each flow's paths, MTU, line rate and seed itself.
         let mut cfg = scenario.transport.flow_config(scenario.mtu, host_bps);
         // Swift's per-hop target term: the switches on the route.
@@ -212,6 +228,8 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
             paths: f.paths.or(scenario.transport.paths),
             cfg,
             group: f.group,
+            messages: f.messages,
+            after,
         })
         .map_err(refused)?;
     }
@@ -527,6 +545,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
             switch: m.drops.switch() + m.drops.link_down + m.drops.no_route,
             probe: m.drops.probe,
             random: m.drops.random,
+            naks: m.drops.naks,
         },
         queue: Queues {
             max_interpath_diff_kb: m.max_interpath_queue_diff_bytes as f64 / 1024.0,

@@ -165,6 +165,9 @@ pub struct SwitchSpec {
     /// `adaptive` (shortest egress queue). Left out with `transport.kind = "ar"`:
     /// `adaptive`.
     pub routing: Option<RoutingSpec>,
+    /// Drop every NAK at the switches (the paper's App. A setup for `rc-sr`:
+    /// the receiver keeps out-of-order packets, the sender does not resend).
+    pub drop_naks: Option<bool>,
 }
 
 /// `switch.routing`.
@@ -446,6 +449,9 @@ pub enum WorkloadSpec {
     Poisson(PoissonSpec),
     /// Single-path background flows.
     Background(BackgroundSpec),
+    /// A training step's collectives over ring and all-to-all phases, each
+    /// phase waiting for the last.
+    Collective(CollectiveSpec),
 }
 
 impl WorkloadSpec {
@@ -458,6 +464,7 @@ impl WorkloadSpec {
             WorkloadSpec::AllToAll(_) => "all_to_all",
             WorkloadSpec::Poisson(_) => "poisson",
             WorkloadSpec::Background(_) => "background",
+            WorkloadSpec::Collective(_) => "collective",
         }
     }
 }
@@ -484,6 +491,16 @@ pub struct LongFlowsSpec {
     pub stop_us: Option<f64>,
     /// Logical paths per flow (overrides `transport.paths`).
     pub paths: Option<u16>,
+    /// `write` (default: the sender sends the data) or `read` (the sender is
+    /// the requester: its requests go to the receiver, which sends the data
+    /// back; at most the transport's limit of READs outstanding, 16 for the RC
+    /// models).
+    #[serde(default)]
+    pub op: crate::Op,
+    /// Bytes per message (per READ), default 256 KiB.
+    pub message_bytes: Option<u64>,
+    /// Messages a long-lived flow keeps posted (perftest's tx depth), default 4.
+    pub tx_depth: Option<usize>,
 }
 
 fn default_senders() -> Vec<usize> {
@@ -596,6 +613,71 @@ pub struct BackgroundSpec {
     pub start_us: f64,
     /// Stop time of long-lived flows, microseconds.
     pub stop_us: Option<f64>,
+}
+
+/// `kind = "collective"`: `ranks` hosts (`first_host`, `first_host + stride`,
+/// ...) run `phases` in order; a phase starts when the previous one has
+/// finished on every rank.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CollectiveSpec {
+    /// Ranks taking part (2 or more).
+    pub ranks: usize,
+    /// Host of rank 0.
+    #[serde(default)]
+    pub first_host: usize,
+    /// Host index distance between consecutive ranks (1: neighbours).
+    #[serde(default = "default_stride")]
+    pub stride: usize,
+    /// The phases, in order.
+    pub phases: Vec<PhaseSpec>,
+    /// Start of the first phase, microseconds.
+    #[serde(default)]
+    pub start_us: f64,
+    /// Logical paths per flow.
+    pub paths: Option<u16>,
+}
+
+fn default_stride() -> usize {
+    1
+}
+
+/// One phase of a `collective` workload.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    /// Which collective.
+    pub op: CollectiveOp,
+    /// Bytes per rank, as NCCL counts them: the vector reduced (`all_reduce`),
+    /// the gathered output (`all_gather`), the input scattered
+    /// (`reduce_scatter`), everything a rank sends (`all_to_all`).
+    pub bytes: u64,
+}
+
+/// A collective operation (ring algorithms; all-to-all sends directly).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CollectiveOp {
+    /// Ring all-reduce: 2 (n - 1) steps of bytes / n to the next rank.
+    AllReduce,
+    /// Ring all-gather: n - 1 steps of bytes / n.
+    AllGather,
+    /// Ring reduce-scatter: n - 1 steps of bytes / n.
+    ReduceScatter,
+    /// Every rank sends bytes / n to every other rank at once.
+    AllToAll,
+}
+
+impl CollectiveOp {
+    /// The name as scenario files write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            CollectiveOp::AllReduce => "all_reduce",
+            CollectiveOp::AllGather => "all_gather",
+            CollectiveOp::ReduceScatter => "reduce_scatter",
+            CollectiveOp::AllToAll => "all_to_all",
+        }
+    }
 }
 
 /// What a timed event does to a link.

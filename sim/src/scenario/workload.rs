@@ -2,10 +2,13 @@
 
 use super::cdf::FlowSizeCdf;
 use super::schema::{
-    AllToAllSpec, CdfName, IncastSpec, LongFlowsSpec, PermutationSpec, PoissonSpec, WorkloadSpec,
+    AllToAllSpec, CdfName, CollectiveOp, CollectiveSpec, IncastSpec, LongFlowsSpec,
+    PermutationSpec, PoissonSpec, WorkloadSpec,
 };
+use crate::{Messages, MESSAGE_BYTES};
 use rondo_proto::rng::Rng;
 use rondo_proto::Duration;
+use std::ops::Range;
 
 /// One flow to start.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +27,11 @@ pub struct FlowPlan {
     pub paths: Option<u16>,
     /// Index of the workload table that made the flow.
     pub group: u32,
+    /// WRITE or READ, message size, posting depth.
+    pub messages: Messages,
+    /// Start only when the flows with these indices (earlier in the list)
+    /// have finished: a collective's dependencies.
+    pub after: Option<Range<usize>>,
 }
 
 /// What the generators need to know about the run.
@@ -44,8 +52,9 @@ pub struct Context {
 /// Host indices and ranges must have been checked (`Scenario::check`); an index past
 /// `ctx.hosts` is skipped rather than trusted.
 pub fn generate(workloads: &[WorkloadSpec], ctx: &Context) -> Vec<FlowPlan> {
-    let mut out = Vec::new();
+    let mut all = Vec::new();
     for (i, w) in workloads.iter().enumerate() {
+        let mut out = Vec::new();
         let group = i as u32;
         // One stream per workload table, so adding a table leaves the others unchanged.
         let mut rng = Rng::new(ctx.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(i as u64 + 1)));
@@ -63,10 +72,21 @@ pub fn generate(workloads: &[WorkloadSpec], ctx: &Context) -> Vec<FlowPlan> {
                     ));
                 }
             }
+            WorkloadSpec::Collective(s) => collective(s, group, &mut out),
         }
+        let valid = |f: &FlowPlan| f.src < ctx.hosts && f.dst < ctx.hosts && f.src != f.dst;
+        if out.iter().all(valid) {
+            // Dependencies name flows of the same table: shift them to the list's.
+            let base = all.len();
+            for f in &mut out {
+                f.after = f.after.take().map(|r| r.start + base..r.end + base);
+            }
+        } else {
+            out.retain(|f| valid(f) && f.after.is_none());
+        }
+        all.extend(out);
     }
-    out.retain(|f| f.src < ctx.hosts && f.dst < ctx.hosts && f.src != f.dst);
-    out
+    all
 }
 
 fn us(x: f64) -> Duration {
@@ -91,6 +111,8 @@ fn plan(
         stop: stop_us.map(us),
         paths,
         group,
+        messages: Messages::default(),
+        after: None,
     }
 }
 
@@ -106,13 +128,75 @@ fn long_flows(s: &LongFlowsSpec, group: u32, out: &mut Vec<FlowPlan>) {
     if s.receivers.is_empty() {
         return;
     }
+    let defaults = Messages::default();
+    let messages = Messages {
+        op: s.op,
+        bytes: s.message_bytes.unwrap_or(defaults.bytes),
+        depth: s.tx_depth.unwrap_or(defaults.depth),
+    };
     for (i, &src) in s.senders.iter().enumerate() {
         let dst = s.receivers[i % s.receivers.len()];
         for _ in 0..s.flows {
-            out.push(plan(
-                src, dst, group, s.start_us, s.bytes, s.stop_us, s.paths,
-            ));
+            out.push(FlowPlan {
+                messages,
+                ..plan(src, dst, group, s.start_us, s.bytes, s.stop_us, s.paths)
+            });
         }
+    }
+}
+
+/// The flows of a collective, in phase order: ring phases one flow per rank
+/// and step (rank r to rank r + 1), the step waiting for the flow that brought
+/// rank r the previous step's chunk; all-to-all one flow per ordered pair of
+/// ranks. A phase's first flows wait for every flow of the phase before.
+/// Indices in `after` are this table's.
+pub fn collective(s: &CollectiveSpec, group: u32, out: &mut Vec<FlowPlan>) {
+    let n = s.ranks;
+    if n < 2 {
+        return;
+    }
+    let host = |r: usize| s.first_host + (r % n) * s.stride;
+    let mut previous: Option<Range<usize>> = None;
+    for phase in &s.phases {
+        let first = out.len();
+        let chunk = (phase.bytes / n as u64).max(1);
+        let flow = |src: usize, dst: usize, after: Option<Range<usize>>| FlowPlan {
+            messages: Messages {
+                bytes: chunk.min(MESSAGE_BYTES),
+                ..Messages::default()
+            },
+            after,
+            ..plan(src, dst, group, s.start_us, Some(chunk), None, s.paths)
+        };
+        match phase.op {
+            CollectiveOp::AllToAll => {
+                for a in 0..n {
+                    for b in (0..n).filter(|&b| b != a) {
+                        out.push(flow(host(a), host(b), previous.clone()));
+                    }
+                }
+            }
+            ring => {
+                let steps = match ring {
+                    CollectiveOp::AllReduce => 2 * (n - 1),
+                    _ => n - 1,
+                };
+                for step in 0..steps {
+                    for r in 0..n {
+                        // The flow of the previous step into rank r came from r - 1.
+                        let after = match step {
+                            0 => previous.clone(),
+                            _ => {
+                                let i = first + (step - 1) * n + (r + n - 1) % n;
+                                Some(i..i + 1)
+                            }
+                        };
+                        out.push(flow(host(r), host(r + 1), after));
+                    }
+                }
+            }
+        }
+        previous = Some(first..out.len());
     }
 }
 
@@ -284,6 +368,8 @@ fn poisson(s: &PoissonSpec, ctx: &Context, group: u32, rng: &mut Rng, out: &mut 
                 stop: None,
                 paths: s.paths,
                 group,
+                messages: Messages::default(),
+                after: None,
             });
         }
     }

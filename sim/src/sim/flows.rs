@@ -9,6 +9,7 @@ use rondo_proto::placement::Placement;
 use rondo_proto::tap::{MetricsTap, TapEvent};
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::{ConnectionHandle, Event, ExternalBytes, FlowConfig, Host, Message, Priority};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Bytes of one posted message: finite flows post their bytes in messages of
@@ -17,6 +18,9 @@ use std::sync::Arc;
 pub const MESSAGE_BYTES: u64 = 256 * 1024;
 /// Messages a long-lived flow keeps outstanding (1 MiB).
 pub const LONG_OUTSTANDING: usize = 4;
+/// Bytes of one READ request message (address, key and length, as a RoCE
+/// RETH carries them).
+pub const READ_REQUEST_BYTES: usize = 16;
 /// Largest ring of first-transmission times per flow: a retransmission more than
 /// this many PSNs behind the newest one sent gets no delay sample.
 const FIRST_SENT_RING: usize = 1 << 14;
@@ -75,6 +79,59 @@ impl Placement for CountOnly {
     }
 }
 
+/// The operation of a flow's messages (`op` in scenario files).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// `src` sends the data to `dst` (an RDMA WRITE or SEND).
+    #[default]
+    Write,
+    /// `src` (the requester) asks `dst` (the responder) for the data, one
+    /// request of [`READ_REQUEST_BYTES`] per message; `dst` answers each request
+    /// with a response message of the asked length on its side of the
+    /// connection. A READ completes when its response has arrived in order at
+    /// `src`, the flow when the last one has. At most the transport's
+    /// [`rondo_proto::Transport::max_outstanding_reads`] READs are outstanding;
+    /// the next waits for a completion (ConnectX-7: 16, paper App. A).
+    Read,
+}
+
+/// How a flow posts its data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Messages {
+    /// WRITE or READ.
+    pub op: Op,
+    /// Bytes per message (per READ); the last message of a finite flow is shorter.
+    pub bytes: u64,
+    /// Messages a long-lived flow keeps posted (perftest's tx depth); a finite
+    /// flow posts all of its messages at its start.
+    pub depth: usize,
+}
+
+impl Default for Messages {
+    /// WRITEs of [`MESSAGE_BYTES`], [`LONG_OUTSTANDING`] posted.
+    fn default() -> Self {
+        Messages {
+            op: Op::Write,
+            bytes: MESSAGE_BYTES,
+            depth: LONG_OUTSTANDING,
+        }
+    }
+}
+
+/// Names a set of flows a later flow waits for ([`Simulator::add_gate`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GateId(pub u32);
+
+/// A gate: flows that start once every flow it waits for has finished.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Gate {
+    /// Flows still to finish (or fail).
+    remaining: usize,
+    /// Flows waiting for it to open.
+    waiting: Vec<u32>,
+}
+
 /// A flow to simulate.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowSpec {
@@ -95,6 +152,11 @@ pub struct FlowSpec {
     pub cfg: FlowConfig,
     /// A label (job id, background) carried into the results.
     pub group: u32,
+    /// WRITE or READ, the message size, the posting depth.
+    pub messages: Messages,
+    /// Start no earlier than when every flow of this gate has finished (or
+    /// failed): a dependency, as a collective's phase waits for the last.
+    pub after: Option<GateId>,
 }
 
 impl FlowSpec {
@@ -110,6 +172,8 @@ impl FlowSpec {
             paths: None,
             cfg: FlowConfig::default(),
             group: 0,
+            messages: Messages::default(),
+            after: None,
         }
     }
 }
@@ -127,7 +191,8 @@ pub struct FlowResult {
     pub bytes: Option<u64>,
     /// Logical paths used.
     pub paths: u16,
-    /// Start time.
+    /// Start time (for a flow behind a gate: when the gate opened, if later
+    /// than its own start; its own start when it never started).
     pub start: Instant,
     /// When the last byte was delivered in order (finite flows).
     pub finish: Option<Instant>,
@@ -152,6 +217,8 @@ pub(crate) struct FlowState {
     pub spec: FlowSpec,
     pub cfg: FlowConfig,
     pub started: bool,
+    /// When it started.
+    pub started_at: Option<Instant>,
     pub h_src: ConnectionHandle,
     pub h_dst: ConnectionHandle,
     pub finish: Option<Instant>,
@@ -168,10 +235,33 @@ pub(crate) struct FlowState {
     /// retransmissions: a ring indexed by PSN, grown up to [`FIRST_SENT_RING`]
     /// entries.
     pub first_sent: Vec<SentRecord>,
-    /// The sending connection is closed (every message acknowledged).
+    /// The connection sending the data (`src`'s for a WRITE, `dst`'s for a
+    /// READ) is closed: every message acknowledged.
     pub src_closed: bool,
-    /// The receiving connection is closed; what it delivered.
+    /// The connection receiving the data is closed; what it delivered.
     pub dst_closed: Option<u64>,
+    /// READs issued whose response has not arrived yet.
+    pub reads_outstanding: u32,
+    /// The transport's READ limit (`u32::MAX`: none).
+    pub read_limit: u32,
+    /// Lengths of the READ requests sent and not yet answered, oldest first
+    /// (requests arrive in order, so the responder's next one is the front).
+    pub requests: VecDeque<u64>,
+    /// Response bytes the responder has posted.
+    pub served_bytes: u64,
+    /// Message id of the responder's next response.
+    pub next_response: u64,
+    /// The gates this flow counts toward.
+    pub opens: Vec<u32>,
+}
+
+impl FlowState {
+    /// Whether a datagram taken by local flow id `local` (even: `src`'s
+    /// connection) arrived at the side that receives the data.
+    fn is_data_receiver(&self, local: u32) -> bool {
+        let at_src = local % 2 == 0;
+        at_src == (self.spec.messages.op == Op::Read)
+    }
 }
 
 /// The network's record of one PSN of a flow: what only the simulator knows
@@ -226,6 +316,23 @@ impl Simulator {
         if spec.stop.is_some_and(|s| s < spec.start) {
             return bad("stop before start".into(), "stop at or after start");
         }
+        if spec.messages.bytes == 0 || spec.messages.bytes > spec.cfg.max_message_len {
+            return bad(
+                format!("messages of {} bytes", spec.messages.bytes),
+                "1 byte up to the engine's max_message_len per message",
+            );
+        }
+        if spec.messages.depth == 0 {
+            return bad("messages.depth = 0".into(), "at least one message posted");
+        }
+        if let Some(g) = spec.after {
+            if g.0 as usize >= self.gates.len() {
+                return bad(
+                    format!("gate {} does not exist", g.0),
+                    "a gate made by Simulator::add_gate",
+                );
+            }
+        }
         if self.flows.len() >= (u32::MAX / 2) as usize {
             return bad("too many flows".into(), "at most 2^31 - 1 flows");
         }
@@ -242,7 +349,15 @@ impl Simulator {
         let cfg = self.flow_config_template(&spec, paths, index);
         cfg.validate().map_err(rondo_proto::EndpointError::from)?;
         rondo_proto::check_transmit_buffer(self.slab.slot_len(), cfg.mtu)?;
-        self.agenda.push(spec.start, Ev::Start(index as u32));
+        match spec.after {
+            Some(g) if self.gates[g.0 as usize].remaining > 0 => {
+                self.gates[g.0 as usize].waiting.push(index as u32);
+            }
+            _ => self
+                .agenda
+                .push(spec.start.max(self.now), Ev::Start(index as u32)),
+        }
+        let read_limit = cfg.transport.max_outstanding_reads().unwrap_or(u32::MAX);
         if spec.bytes.is_some() {
             self.finite_open += 1;
             self.finite_total += 1;
@@ -256,6 +371,7 @@ impl Simulator {
             spec,
             cfg,
             started: false,
+            started_at: None,
             h_src: ConnectionHandle(0),
             h_dst: ConnectionHandle(0),
             finish: None,
@@ -268,8 +384,74 @@ impl Simulator {
             first_sent: Vec::new(),
             src_closed: false,
             dst_closed: None,
+            reads_outstanding: 0,
+            read_limit,
+            requests: VecDeque::new(),
+            served_bytes: 0,
+            next_response: 0,
+            opens: Vec::new(),
         });
         Ok(index)
+    }
+
+    /// A gate that opens once every flow of `flows` (finite flows already
+    /// added) has finished or failed; flows added with `after` set to it start
+    /// then (at their own start, if later).
+    pub fn add_gate(&mut self, flows: &[usize]) -> Result<GateId, SimError> {
+        let bad = |what: String| {
+            Err(SimError::Flow {
+                what,
+                allowed: "a gate waits for one or more finite flows already added",
+            })
+        };
+        if flows.is_empty() {
+            return bad("a gate waiting for no flow".into());
+        }
+        if let Some(&f) = flows
+            .iter()
+            .find(|&&f| self.flows.get(f).is_none_or(|fl| fl.spec.bytes.is_none()))
+        {
+            return bad(format!(
+                "gate on flow {f}, which is not a finite flow added before"
+            ));
+        }
+        let id = self.gates.len() as u32;
+        let mut remaining = 0;
+        for &f in flows {
+            let fl = &mut self.flows[f];
+            if fl.finish.is_none() && !fl.failed {
+                fl.opens.push(id);
+                remaining += 1;
+            }
+        }
+        self.gates.push(Gate {
+            remaining,
+            waiting: Vec::new(),
+        });
+        Ok(GateId(id))
+    }
+
+    /// Flow `f` finished or failed: the gates it counts toward move on, and
+    /// those that open start their flows.
+    fn count_toward_gates(&mut self, f: u32) {
+        let opens = std::mem::take(&mut self.flows[f as usize].opens);
+        for g in opens {
+            let gate = &mut self.gates[g as usize];
+            gate.remaining -= 1;
+            if gate.remaining == 0 {
+                for w in std::mem::take(&mut gate.waiting) {
+                    let at = self.flows[w as usize].spec.start.max(self.now);
+                    self.agenda.push(at, Ev::Start(w));
+                }
+            }
+        }
+    }
+
+    /// Flow `f` has delivered everything.
+    fn finish_flow(&mut self, f: u32) {
+        self.flows[f as usize].finish = Some(self.now);
+        self.finite_open -= 1;
+        self.count_toward_gates(f);
     }
 
     pub(super) fn start_flow(&mut self, f: u32) {
@@ -288,11 +470,19 @@ impl Simulator {
         };
         self.hosts[src].conns.push(2 * f);
         self.hosts[dst].conns.push(2 * f + 1);
+        self.hosts[src].ep.set_placement(a, Box::new(CountOnly));
         self.hosts[dst].ep.set_placement(b, Box::new(CountOnly));
         let fl = &mut self.flows[f as usize];
         fl.started = true;
+        fl.started_at = Some(now);
         fl.h_src = a;
         fl.h_dst = b;
+        if fl.spec.messages.op == Op::Read {
+            self.issue_reads(f);
+            self.service(src as u32);
+            return;
+        }
+        let depth = fl.spec.messages.depth;
         match fl.spec.bytes {
             Some(total) => {
                 while self.flows[f as usize].posted_bytes < total {
@@ -302,18 +492,70 @@ impl Simulator {
                 }
             }
             None => {
-                for _ in 0..LONG_OUTSTANDING {
-                    self.post_message(f, MESSAGE_BYTES);
+                for _ in 0..depth {
+                    self.post_message(f, u64::MAX);
                 }
             }
         }
         self.service(src as u32);
     }
 
-    /// Posts one message of up to `MESSAGE_BYTES` (at most `remaining`).
+    /// Sends READ requests of flow `f` while its transport's READ limit (and,
+    /// for a long-lived flow, its posting depth) allows and data is left.
+    fn issue_reads(&mut self, f: u32) {
+        let now = self.now;
+        loop {
+            let fl = &mut self.flows[f as usize];
+            if fl.failed || fl.reads_outstanding >= fl.read_limit {
+                return;
+            }
+            let m = fl.spec.messages;
+            let len = match fl.spec.bytes {
+                Some(total) if fl.posted_bytes < total => (total - fl.posted_bytes).min(m.bytes),
+                Some(_) => return,
+                None if fl.stopped.is_none() && (fl.reads_outstanding as usize) < m.depth => {
+                    m.bytes
+                }
+                None => return,
+            };
+            let id = fl.next_msg;
+            fl.next_msg += 1;
+            fl.posted_bytes += len;
+            fl.reads_outstanding += 1;
+            fl.requests.push_back(len);
+            let (h, src) = (fl.h_src, fl.spec.src);
+            let request = Message::from(vec![0u8; READ_REQUEST_BYTES]);
+            if self.hosts[src].ep.post(h, now, id, request).is_err() {
+                self.fail_flow(f);
+                return;
+            }
+        }
+    }
+
+    /// The responder of READ flow `f` answers the oldest request it received.
+    fn serve_read(&mut self, f: u32) {
+        let now = self.now;
+        let fl = &mut self.flows[f as usize];
+        let Some(len) = fl.requests.pop_front() else {
+            return;
+        };
+        let id = fl.next_response;
+        fl.next_response += 1;
+        fl.served_bytes += len;
+        let (h, dst) = (fl.h_dst, fl.spec.dst);
+        let body = Message::new(Vec::new(), Arc::new(Zeros(len as usize)));
+        if self.hosts[dst].ep.post(h, now, id, body).is_err() {
+            self.fail_flow(f);
+        }
+    }
+
+    /// Posts one WRITE message of up to the flow's message size (at most
+    /// `remaining`).
     fn post_message(&mut self, f: u32, remaining: u64) -> bool {
         let fl = &mut self.flows[f as usize];
-        let len = remaining.min(MESSAGE_BYTES).min(fl.cfg.max_message_len);
+        let len = remaining
+            .min(fl.spec.messages.bytes)
+            .min(fl.cfg.max_message_len);
         let id = fl.next_msg;
         fl.next_msg += 1;
         fl.posted_bytes += len;
@@ -346,6 +588,7 @@ impl Simulator {
         if fl.spec.bytes.is_some() {
             if fl.finish.is_none() {
                 self.finite_open -= 1;
+                self.count_toward_gates(f);
             }
         } else if fl.stopped.is_none() {
             fl.stopped = Some(now);
@@ -375,11 +618,11 @@ impl Simulator {
         };
         let mut completes = 0;
         let mut failed = false;
-        let mut received = false;
+        let mut received = 0;
         while let Some(e) = self.hosts[host].ep.poll_event(h) {
             match e {
                 Event::SendComplete { .. } => completes += 1,
-                Event::Received { .. } => received = true,
+                Event::Received { .. } => received += 1,
                 Event::Error(_) => failed = true,
                 _ => {}
             }
@@ -387,19 +630,33 @@ impl Simulator {
         if failed {
             self.fail_flow(f);
         }
+        let fl = &mut self.flows[f as usize];
+        let read = fl.spec.messages.op == Op::Read;
+        if read && sender && received > 0 {
+            // READ responses arrived: those READs are complete.
+            fl.reads_outstanding = fl.reads_outstanding.saturating_sub(received);
+        }
         let fl = &self.flows[f as usize];
-        if received {
+        if received > 0 && fl.is_data_receiver(local) {
             if let Some(total) = fl.spec.bytes {
                 if fl.finish.is_none() && !fl.failed && self.delivered(f as usize) >= total {
-                    self.flows[f as usize].finish = Some(self.now);
-                    self.finite_open -= 1;
+                    self.finish_flow(f);
                 }
             }
         }
         let fl = &self.flows[f as usize];
-        if completes > 0 && fl.spec.bytes.is_none() && fl.stopped.is_none() && !fl.failed {
+        if read {
+            if sender {
+                self.issue_reads(f);
+            } else if !fl.failed {
+                // Served from the responder's host, which the caller services next.
+                for _ in 0..received {
+                    self.serve_read(f);
+                }
+            }
+        } else if completes > 0 && fl.spec.bytes.is_none() && fl.stopped.is_none() && !fl.failed {
             for _ in 0..completes {
-                self.post_message(f, MESSAGE_BYTES);
+                self.post_message(f, u64::MAX);
             }
         }
         self.close_finished(f);
@@ -414,19 +671,33 @@ impl Simulator {
         let Some(total) = fl.spec.bytes else {
             return;
         };
-        let (src, dst, h_src, h_dst) = (fl.spec.src, fl.spec.dst, fl.h_src, fl.h_dst);
-        if !fl.src_closed && fl.posted_bytes >= total && !fl.failed {
-            let ep = &mut self.hosts[src].ep;
-            if ep.get(h_src).is_some_and(|c| c.outstanding_messages() == 0) {
-                if let Some(s) = ep.close(h_src) {
-                    self.closed_spurious += s.sender.spurious_retransmissions;
-                }
-                self.flows[f as usize].src_closed = true;
+        // The data's sender and receiver: (host, connection).
+        let (tx, rx, all_posted) = match fl.spec.messages.op {
+            Op::Write => (
+                (fl.spec.src, fl.h_src),
+                (fl.spec.dst, fl.h_dst),
+                fl.posted_bytes >= total,
+            ),
+            Op::Read => (
+                (fl.spec.dst, fl.h_dst),
+                (fl.spec.src, fl.h_src),
+                fl.served_bytes >= total,
+            ),
+        };
+        let idle = |ep: &rondo_proto::Endpoint, h| {
+            ep.get(h).is_some_and(|c| c.outstanding_messages() == 0)
+        };
+        if !fl.src_closed && all_posted && !fl.failed && idle(&self.hosts[tx.0].ep, tx.1) {
+            if let Some(s) = self.hosts[tx.0].ep.close(tx.1) {
+                self.closed_spurious += s.sender.spurious_retransmissions;
             }
+            self.flows[f as usize].src_closed = true;
         }
         let fl = &self.flows[f as usize];
-        if fl.src_closed && fl.finish.is_some() && fl.dst_closed.is_none() {
-            if let Some(s) = self.hosts[dst].ep.close(h_dst) {
+        // A READ's requester closes once its requests are acknowledged too.
+        let rx_idle = fl.spec.messages.op == Op::Write || idle(&self.hosts[rx.0].ep, rx.1);
+        if fl.src_closed && fl.finish.is_some() && fl.dst_closed.is_none() && rx_idle {
+            if let Some(s) = self.hosts[rx.0].ep.close(rx.1) {
                 self.closed_spurious += s.sender.spurious_retransmissions;
                 self.flows[f as usize].dst_closed = Some(s.receiver.bytes_delivered);
             }
@@ -495,7 +766,12 @@ impl Simulator {
             return;
         }
         let class = t.priority.index();
-        let data = sent.filter(|_| t.priority == Priority::Data && sender);
+        // The data's direction: src to dst for a WRITE, back for a READ.
+        let data_side = match self.flows.get(f) {
+            Some(fl) if fl.spec.messages.op == Op::Read => !sender,
+            _ => sender,
+        };
+        let data = sent.filter(|_| t.priority == Priority::Data && data_side);
         if let Some((psn, retx)) = data {
             self.note_data_sent(f, psn, retx);
         }
@@ -646,7 +922,9 @@ impl Simulator {
             if let Some(flow) = flow {
                 local = flow;
                 if let Some(fl) = self.flows.get_mut((flow / 2) as usize) {
-                    fl.delivered += delivered;
+                    if fl.is_data_receiver(flow) {
+                        fl.delivered += delivered;
+                    }
                 }
             }
         }

@@ -43,6 +43,8 @@ pub struct Drops {
     pub no_route: u64,
     /// Packets dropped at random (`switch.loss`).
     pub random: u64,
+    /// NAKs dropped by the switches (`switch.drop_naks`).
+    pub naks: u64,
 }
 
 impl Drops {
@@ -166,6 +168,7 @@ impl Simulator {
                 link_down: c.drop_link_down - w.drop_link_down,
                 no_route: c.drop_no_route - w.drop_no_route,
                 random: c.drop_random - w.drop_random,
+                naks: c.drop_nak - w.drop_nak,
             },
             queues,
             max_interpath_queue_diff_bytes: self.interpath_max,
@@ -183,7 +186,7 @@ impl Simulator {
             group: fl.spec.group,
             bytes: fl.spec.bytes,
             paths: fl.cfg.paths,
-            start: fl.spec.start,
+            start: fl.started_at.unwrap_or(fl.spec.start),
             finish: fl.finish,
             stop: fl.stopped,
             delivered,

@@ -17,8 +17,10 @@ use rondo_proto::tap::MetricsTap;
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::{BufferConfig, Endpoint, FlowConfig, Histogram, Priority, SharedBuffer};
 
-use flows::FlowState;
-pub use flows::{FlowResult, FlowSpec, LONG_OUTSTANDING, MESSAGE_BYTES};
+pub use flows::{
+    FlowResult, FlowSpec, GateId, Messages, Op, LONG_OUTSTANDING, MESSAGE_BYTES, READ_REQUEST_BYTES,
+};
+use flows::{FlowState, Gate};
 
 /// Names one directed link (see [`Simulator::link`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -123,6 +125,7 @@ pub(crate) struct Counters {
     pub drop_link_down: u64,
     pub drop_no_route: u64,
     pub drop_random: u64,
+    pub drop_nak: u64,
     /// Data packets sent (first transmissions and retransmissions).
     pub data_packets: u64,
     pub retx_packets: u64,
@@ -162,6 +165,8 @@ pub struct Simulator {
     /// leaves ECN marking's draws where they were.
     loss_rng: Rng,
     flows: Vec<FlowState>,
+    /// Dependencies between flows ([`Simulator::add_gate`]).
+    gates: Vec<Gate>,
     changes: Vec<(usize, LinkChange)>,
     counters: Counters,
     at_warmup: Counters,
@@ -253,6 +258,7 @@ impl Simulator {
             now: Instant::ZERO,
             hosts,
             flows: Vec::new(),
+            gates: Vec::new(),
             changes: Vec::new(),
             counters: Counters::default(),
             at_warmup: Counters::default(),

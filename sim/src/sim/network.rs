@@ -9,6 +9,7 @@ use crate::net::{mix, Ev, Meta};
 /// Class indices (as `Priority::index`).
 const DATA: usize = 1;
 const PROBE: usize = 2;
+const CONTROL: usize = 0;
 
 impl Simulator {
     /// The next-hop link of a packet at switch `node` towards host `dst`, by the
@@ -173,8 +174,14 @@ impl Simulator {
         let len = u64::from(m.len);
         let sw = &self.cfg.switch;
         let port = &self.ports[out as usize];
+        let nak = || {
+            let b = self.slab.buf(m.slot, usize::from(m.len));
+            b.get(1) == Some(&(rondo_proto::wire::PacketType::Nak as u8))
+        };
         let drop = if sw.loss > 0.0 && self.loss_rng.chance(sw.loss) {
             Some(&mut self.counters.drop_random)
+        } else if sw.drop_naks && class == CONTROL && nak() {
+            Some(&mut self.counters.drop_nak)
         } else if class == PROBE {
             let limit = u64::from(sw.probe_queue_limit_packets) * self.cfg.mtu as u64;
             (port.class_bytes[PROBE] + len > limit

@@ -77,12 +77,28 @@ fn reductions(pts: &[Point], other: &str, key: &str, cases: &[&str]) -> Vec<f64>
         .collect()
 }
 
-/// Sum of the first `n` long flows' goodput (the incast of Fig. 14).
-fn first_flows(p: &Point, n: usize) -> Option<f64> {
-    p.mean(|r| {
-        let v = r.get("long_flow_goodput_gbps")?.as_array()?;
-        (v.len() >= n).then(|| v[..n].iter().filter_map(|x| x.as_f64()).sum())
-    })
+/// The transport-comparison columns of Figs. 10, 11, 13 and 22: JCT, speedup
+/// against ECMP, NIC-level p99 and max OOD.
+fn jct_columns() -> Vec<Column> {
+    vec![
+        Column::key("JCT us", "jct_us", 0),
+        Column::with("speedup vs ecmp", 2, speedup),
+        Column::key("OOD p99", "ood.nic_p99", 0),
+        Column::key("OOD max", "ood.nic_max", 0),
+    ]
+}
+
+/// Rondo's speedup against ECMP in each case that has both.
+fn rondo_speedups(pts: &[Point]) -> Vec<(&str, f64)> {
+    groups(pts)
+        .into_iter()
+        .filter_map(|g| Some((g, speedup(at(pts, g, "rondo")?, pts)?)))
+        .collect()
+}
+
+/// Goodput of a run's first workload table (the incast of Fig. 14).
+fn first_workload_goodput(p: &Point) -> Option<f64> {
+    p.mean(|r| r.get("workloads")?.get(0)?.get("goodput_gbps")?.as_f64())
 }
 
 /// Lowest (or highest) long-flow goodput over the mean.
@@ -208,18 +224,10 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         paper: "Rondo's JCT speedup against ECMP is 1.12-3.26x, the lowest JCT in 4 of 6 cases (Falcon and UET comparable). In all-to-all and permutation Rondo cuts the maximum NIC-level OOD by 28.6-91.5% against MP-RDMA, 77.3-92.7% against Falcon, 76.3-97.0% against UET and 43.8-97.5% against AR; in incast Rondo has no out-of-order arrival while the others reach 338-1348 packets (§6.2.2).",
         setup: format!("Built-in `fig10`: 32-to-1 incast of 500 KB, a permutation of 1 MB, all-to-all of 100 KB to 8 random receivers per host; MTU 1500, 1.2 MB shared reorder buffer per NIC; {st}."),
         runs: grid(&Source::Builtin("fig10", all_runs), &transports(FABRIC), None, seeds)?,
-        columns: vec![
-            Column::key("JCT us", "jct_us", 0),
-            Column::with("speedup vs ecmp", 2, speedup),
-            Column::key("OOD p99", "ood.nic_p99", 0),
-            Column::key("OOD max", "ood.nic_max", 0),
-        ],
+        columns: jct_columns(),
         compare: |pts| {
             let cases = groups(pts);
-            let sp: Vec<f64> = cases
-                .iter()
-                .filter_map(|g| speedup(at(pts, g, "rondo")?, pts))
-                .collect();
+            let sp: Vec<f64> = rondo_speedups(pts).into_iter().map(|(_, s)| s).collect();
             let best = cases
                 .iter()
                 .filter(|g| {
@@ -245,6 +253,29 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
                 .flat_map(|g| ["mprdma", "falcon", "uet", "ar"].iter().filter_map(move |o| at(pts, g, o)?.get("ood.nic_max")))
                 .collect();
             l.push(format!("Incast max OOD: Rondo {} (paper 0), the other multipath schemes {} (paper 338-1348).", range(&rondo, 0, ""), range(&rest, 0, "")));
+            l
+        },
+        plot: None,
+    });
+
+    // Fig. 11: a MoE training step's collectives.
+    figs.push(Figure {
+        id: "11",
+        title: "Communication time of a MoE training step",
+        paper: "Over an AstraSim trace of a 7B MoE Transformer's training (all-reduce, all-to-all, all-gather, reduce-scatter, point-to-point), Rondo speeds communication up 1.48x against ECMP, matching Falcon and ahead of the other schemes (§6.2.3).",
+        setup: format!("Built-in `fig11` (`sim/scenarios/fig11-moe-step.toml`): the trace is not public; our stand-in is one layer's step of a 7B MoE (hidden 4096, top-2, bf16) scaled by 1/16 on 16 ranks spread over the 320-host Clos (1:1): an 8 MiB all-gather, four 4 MiB all-to-alls, an 8 MiB reduce-scatter and a 4 MiB all-reduce, ring algorithms, each phase after the last on every rank, each ring step and all-to-all pair a flow of its own; JCT is the communication time; {st}."),
+        runs: grid(&Source::Builtin("fig11", all_runs), &transports(FABRIC), None, seeds)?,
+        columns: jct_columns(),
+        compare: |pts| {
+            let sp = |s: &str| speedup(pts.iter().find(|p| p.series == s)?, pts);
+            let mut l = Vec::new();
+            if let Some(r) = sp("rondo") {
+                l.push(format!("Rondo's communication-time speedup against ECMP: {r:.2}x (paper 1.48x){}.", if r >= 1.0 { "" } else { "; slower than ECMP, unlike the paper: each ring step and all-to-all pair is a new flow here, and Rondo's start (one packet per path, then probing) costs more on these 256-512 KB flows than DCQCN's line-rate start" }));
+            }
+            let each: Vec<String> = others(pts, "rondo").iter().filter(|o| **o != "ecmp").filter_map(|o| Some(format!("{o} {:.2}x", sp(o)?))).collect();
+            if !each.is_empty() {
+                l.push(format!("The others against ECMP: {} (paper: Falcon as Rondo, the rest below).", each.join(", ")));
+            }
             l
         },
         plot: None,
@@ -299,12 +330,7 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         paper: "With 10% of the links cut to a quarter of their bandwidth 50 us after the start, 20 us added to random links, or single-path background flows, Rondo has the best speedup and the lowest OOD in every case (§6.2.4).",
         setup: format!("Built-in `fig13`: the Fig. 10 permutation (1:1) with 10% of each kind of fabric link at 100 Gb/s from 50 us, 10% of each kind with 20 us more delay, or 16 single-path background flows (our placement; the paper gives none); {st}."),
         runs: grid(&Source::Builtin("fig13", all_runs), &transports(FABRIC), None, seeds)?,
-        columns: vec![
-            Column::key("JCT us", "jct_us", 0),
-            Column::with("speedup vs ecmp", 2, speedup),
-            Column::key("OOD p99", "ood.nic_p99", 0),
-            Column::key("OOD max", "ood.nic_max", 0),
-        ],
+        columns: jct_columns(),
         compare: |pts| {
             groups(pts)
                 .iter()
@@ -333,14 +359,14 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         setup: format!("Built-in `fig14`: 4-to-1 incast of long flows with 16 single-path background flows on the 4:1 Clos (our choice of background: the paper leaves it open); goodput is the incast's (its four flows); about one BDP taken as 128 KB; {st}."),
         runs: grid(&Source::Builtin("fig14", all_runs), &transports(MULTIPATH), Some(("transport.reorder_buffer_kb", " KB", buffers)), seeds)?,
         columns: vec![
-            Column::with("incast goodput Gb/s", 1, |p, _| first_flows(p, 4)),
+            Column::with("incast goodput Gb/s", 1, |p, _| first_workload_goodput(p)),
             Column::key("reorder-buffer drops", "drops.reorder_buffer", 0),
             Column::key("OOD p99", "ood.nic_p99", 0),
             Column::key("OOD max", "ood.nic_max", 0),
         ],
         compare: |pts| {
             let mut l = Vec::new();
-            let g = |kb: f64, s: &str| pts.iter().find(|p| p.x == Some(kb) && p.series == s).and_then(|p| first_flows(p, 4));
+            let g = |kb: f64, s: &str| pts.iter().find(|p| p.x == Some(kb) && p.series == s).and_then(first_workload_goodput);
             if let Some(r) = g(32.0, "rondo") {
                 l.push(format!("Rondo at 32 KB: {r:.1} Gb/s (paper 94.8)."));
             }
@@ -354,7 +380,7 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         plot: Some(Plot {
             title: "incast goodput (Gb/s)",
             x_label: "shared reorder buffer (KB)",
-            value: |p| first_flows(p, 4),
+            value: first_workload_goodput,
         }),
     });
 
@@ -536,17 +562,9 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
                 r
             })
             .collect(),
-        columns: vec![
-            Column::key("JCT us", "jct_us", 0),
-            Column::with("speedup vs ecmp", 2, speedup),
-            Column::key("OOD p99", "ood.nic_p99", 0),
-            Column::key("OOD max", "ood.nic_max", 0),
-        ],
+        columns: jct_columns(),
         compare: |pts| {
-            let sp: Vec<String> = groups(pts)
-                .iter()
-                .filter_map(|g| Some(format!("{g} {:.2}x", speedup(at(pts, g, "rondo")?, pts)?)))
-                .collect();
+            let sp: Vec<String> = rondo_speedups(pts).iter().map(|(g, s)| format!("{g} {s:.2}x")).collect();
             let p99: Vec<f64> = pts.iter().filter(|p| p.series == "rondo").filter_map(|p| p.get("ood.nic_p99")).collect();
             vec![format!("Rondo's speedup against ECMP: {} (paper 3.31-3.81x); its OOD p99 {} (paper 0).", sp.join(", "), range(&p99, 0, ""))]
         },
@@ -603,6 +621,50 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         }),
     });
 
+    // Fig. 24: ConnectX-7 selective repeat under reordering.
+    let mut runs24 = grid(
+        &Source::Builtin("fig24", all_runs),
+        &[Variant::new("rc-sr", &[])],
+        None,
+        seeds,
+    )?;
+    for r in &mut runs24 {
+        // The built-in's labels are `write ood=300`: the operation is the line.
+        let (op, ood) = r.group.split_once(" ood=").unwrap_or(("", ""));
+        r.series = op.to_uppercase();
+        r.x = ood.parse().ok();
+        r.group = format!("ood={ood}");
+    }
+    figs.push(Figure {
+        id: "24",
+        title: "ConnectX-7 selective repeat: READ and WRITE throughput against OOD",
+        paper: "On ConnectX-7 over 40 Gb/s and a 10 us RTT, with selective repeat and the NAKs dropped at the switch, READ throughput drops sharply once the OOD exceeds about 200 packets (16 outstanding READs per QP) and WRITE near 500 (the 512-PSN window) (App. A).",
+        setup: format!("Built-in `fig24` (`sim/scenarios/fig24-rc-reorder.toml`): `rc-sr` between two hosts at 40 Gb/s, 10 us base RTT, every packet sprayed over two 40 Gb/s paths, path 1 delayed in the data's direction by the imposed OOD in packet times (ACKs and READ requests are not delayed), NAKs dropped at the switches, 64 KiB messages with 128 posted (perftest's defaults), 4096-byte payloads; the cliff is the last OOD that keeps 97% of the throughput at OOD 0; {st}."),
+        runs: runs24,
+        columns: vec![
+            Column::key("goodput Gb/s", "goodput_gbps", 2),
+            Column::key("retx packets", "retx.packets", 0),
+        ],
+        compare: |pts| {
+            [("READ", "about 200"), ("WRITE", "near 500")]
+                .iter()
+                .map(|(op, paper)| {
+                    let mut curve: Vec<(f64, f64)> = pts.iter().filter(|p| p.series == *op).filter_map(|p| Some((p.x?, p.get("goodput_gbps")?))).collect();
+                    curve.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    match rondo_sim::scenario::fig24_cliff(&curve) {
+                        Some(c) => format!("{op}: throughput holds up to an OOD of {c:.0} packets and drops beyond (paper: drops beyond {paper})."),
+                        None => format!("{op}: no cliff up to an OOD of 800 packets (paper {paper})."),
+                    }
+                })
+                .collect()
+        },
+        plot: Some(Plot {
+            title: "goodput (Gb/s)",
+            x_label: "imposed OOD (packets)",
+            value: |p| p.get("goodput_gbps"),
+        }),
+    });
+
     // Fig. 25: flows with different base RTTs.
     figs.push(Figure {
         id: "25",
@@ -652,9 +714,7 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
     });
 
     let missing = vec![
-        Missing { id: "11", title: "MoE training communication time", why: "the collective workload (ring all-reduce, all-gather, reduce-scatter and all-to-all phases with dependencies) is not built yet" },
         Missing { id: "18", title: "convergence as flows join and leave", why: "a time series: run `rondo sim --builtin fig18 --trace` (Rondo only; its figure test is sim/tests/figures.rs)" },
-        Missing { id: "24", title: "ConnectX-7 READ and WRITE throughput against OOD", why: "the simulator has no READ operation yet (rc-sr's 16-READ limit is only a constant)" },
         Missing { id: "26", title: "comparison with EQDS", why: "EQDS is not implemented" },
     ];
     Ok((figs, missing))

@@ -349,32 +349,26 @@ fn section(
     Ok(s)
 }
 
-/// One line per series (and case, when there are several) against x.
+/// One line per series against x. (The swept figures name their cases after
+/// the swept value, `32 KB`, so a line keyed by case and series had one point.)
 fn chart(f: &Figure, plot: &Plot, points: &[Point]) -> LineChart {
-    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut series: Vec<&String> = Vec::new();
     for p in points {
-        let k = (p.group.clone(), p.series.clone());
-        if p.x.is_some() && !keys.contains(&k) {
-            keys.push(k);
+        if p.x.is_some() && !series.contains(&&p.series) {
+            series.push(&p.series);
         }
     }
-    let groups: Vec<&String> = keys.iter().map(|k| &k.0).collect();
-    let one_group = groups.windows(2).all(|w| w[0] == w[1]);
-    let lines = keys
+    let lines = series
         .iter()
-        .map(|(g, s)| {
+        .map(|s| {
             let mut pts: Vec<(f64, f64)> = points
                 .iter()
-                .filter(|p| &p.group == g && &p.series == s)
+                .filter(|p| &&p.series == s)
                 .filter_map(|p| Some((p.x?, (plot.value)(p)?)))
                 .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
             Line {
-                name: if one_group {
-                    s.clone()
-                } else {
-                    format!("{g} {s}")
-                },
+                name: (*s).clone(),
                 points: pts,
             }
         })
