@@ -109,6 +109,12 @@ pub struct FlowConfig {
     /// delay (App. E, Proposition 1; docs/engine.md, "One tau_q for the network").
     /// `None`: the largest base RTT of the flow's own paths.
     pub network_base_rtt: Option<Duration>,
+    /// The least tau_q: one MTU's serialisation at the slowest link of the
+    /// network, when the driver knows it (the simulator does). A tau_q below one
+    /// packet's service time reads every packet waiting at that link as a queue
+    /// above target and cuts the margin (docs/engine.md, "tau_q of at least one
+    /// packet"). `None`: no floor.
+    pub min_target_queue: Option<Duration>,
     /// ACK-rate EWMA weight alpha = 0.8.
     pub alpha: f64,
     /// Which side alpha weights.
@@ -216,6 +222,7 @@ impl Default for FlowConfig {
             margin_scope: MarginScope::Path,
             target_queue_rtts: 0.04,
             network_base_rtt: None,
+            min_target_queue: None,
             alpha: 0.8,
             alpha_weight: AlphaWeight::History,
             gamma: 0.5,
@@ -332,6 +339,12 @@ impl FlowConfig {
         check(
             self.network_base_rtt != Some(Duration::ZERO),
             "network_base_rtt",
+            "0",
+            "> 0, or None",
+        )?;
+        check(
+            self.min_target_queue != Some(Duration::ZERO),
+            "min_target_queue",
             "0",
             "> 0, or None",
         )?;

@@ -165,3 +165,41 @@ fn probing_leaves_incast_flows_fair_with_the_rounding_allowance() {
         );
     }
 }
+
+/// A lone flow over four parallel 25 Gbit/s paths (2 us one-way each): the
+/// paper's tau_q = 0.04 x base RTT is 0.16 us here, shorter than one 1500-byte
+/// packet at 25 Gbit/s (0.48 us), so every packet waiting at a path read as a
+/// queue above target and cut the margin to nothing: utilization 0.69. With
+/// tau_q at least one packet at the slowest link (`tau_q_floor = "packet"`, the
+/// default) the flow fills the paths. The paper's flows fill their paths (§6.1,
+/// Fig. 9: 0.974 of the paths' sum).
+#[test]
+fn a_lone_flow_fills_four_slow_paths_with_tau_q_of_at_least_one_packet() {
+    const FOUR: &str = r#"
+name = "four-25g"
+seed = 3
+duration_us = 3000
+warmup_us = 1500
+[topology]
+kind = "parallel"
+host_gbps = 100
+paths = [ { gbps = 25, delay_us = 2.0 }, { gbps = 25, delay_us = 2.0 },
+          { gbps = 25, delay_us = 2.0 }, { gbps = 25, delay_us = 2.0 } ]
+[workload]
+kind = "long_flows"
+flows = 1
+"#;
+    let parsed = |sets: &[&str]| {
+        let sets: Vec<Override> = sets.iter().map(|s| Override::parse(s).unwrap()).collect();
+        rondo_sim::scenario::parse("four-25g.toml", FOUR, &sets).unwrap_or_else(|e| panic!("{e}"))
+    };
+    let r = report(&parsed(&[]));
+    assert!(r.utilization >= 0.95, "utilization {:.3}", r.utilization);
+    let none = report(&parsed(&["transport.tau_q_floor=\"none\""]));
+    assert!(
+        none.utilization + 0.1 < r.utilization,
+        "without the floor {:.3}, with it {:.3}",
+        none.utilization,
+        r.utilization
+    );
+}

@@ -282,6 +282,7 @@ pub struct Arcc {
     update_interval_rtts: f64,
     target_queue_rtts: f64,
     network_base_rtt: Option<Duration>,
+    min_target_queue: Option<Duration>,
     base_rtt_window_rtts: Option<f64>,
     pacing: bool,
     probing_enabled: bool,
@@ -321,6 +322,7 @@ impl Arcc {
             update_interval_rtts: cfg.update_interval_rtts,
             target_queue_rtts: cfg.target_queue_rtts,
             network_base_rtt: cfg.network_base_rtt,
+            min_target_queue: cfg.min_target_queue,
             base_rtt_window_rtts: cfg.base_rtt_window_rtts,
             pacing: cfg.pacing,
             probing_enabled: cfg.probing,
@@ -389,7 +391,8 @@ impl Arcc {
         let t = self
             .network_base_rtt
             .unwrap_or_else(|| self.max_base_rtt(paths));
-        self.params.tau_q = t.mul_f64(self.target_queue_rtts);
+        let tau = t.mul_f64(self.target_queue_rtts);
+        self.params.tau_q = self.min_target_queue.map_or(tau, |floor| tau.max(floor));
         self.params.q0 = self.restart.path_q0(paths_up(paths));
     }
 

@@ -45,6 +45,6 @@ pub use schema::{
     AllToAllSpec, BackgroundSpec, BaseRttSpec, CdfName, Clos3Spec, CollectiveOp, CollectiveSpec,
     EventAction, EventSpec, FatTreeSpec, Fig2Spec, IncastSpec, LongFlowsSpec, LossRecoverySpec,
     MarginScopeSpec, ParallelSpec, PathEntry, PathSelectionSpec, PermutationSpec, PhaseSpec,
-    PoissonSpec, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TopologySpec, TransportKind,
-    TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
+    PoissonSpec, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TauQFloorSpec, TopologySpec,
+    TransportKind, TransportSpec, WorkloadSpec, Workloads, PLANNED_TRANSPORTS,
 };

@@ -5,8 +5,8 @@ use super::report::{
     Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats, WorkloadResult,
 };
 use super::schema::{
-    BaseRttSpec, EventAction, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TopologySpec,
-    TransportKind,
+    BaseRttSpec, EventAction, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TauQFloorSpec,
+    TopologySpec, TransportKind,
 };
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
@@ -192,6 +192,10 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
         TauQBaseSpec::Network => Some(network_base_rtt(&sim, scenario)?),
         TauQBaseSpec::Flow => None,
     };
+    let min_target_queue = match scenario.transport.tau_q_floor {
+        TauQFloorSpec::Packet => one_packet_at_slowest_link(&sim, scenario.mtu),
+        TauQFloorSpec::None => None,
+    };
     // One gate per distinct set of flows waited for (a phase, a ring step).
     let mut gates: std::collections::HashMap<(usize, usize), crate::GateId> =
         std::collections::HashMap::new();
@@ -219,6 +223,7 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
             cfg.base_rtt = Some(topology_base_rtts(&sim, scenario, f)?);
         }
         cfg.network_base_rtt = network_base_rtt;
+        cfg.min_target_queue = min_target_queue;
         sim.add_flow(FlowSpec {
             src: f.src,
             dst: f.dst,
@@ -341,6 +346,22 @@ fn network_base_rtt(sim: &Simulator, scenario: &Scenario) -> Result<Duration, Sc
         max += Duration::from_us_f64(extra);
     }
     Ok(max)
+}
+
+/// One MTU's serialisation at the slowest link of the topology (as built, before
+/// any scheduled change): the least queueing delay one waiting packet adds, and
+/// so the least tau_q that does not read a single queued packet as a queue above
+/// target. `None` without links.
+fn one_packet_at_slowest_link(sim: &Simulator, mtu: u32) -> Option<Duration> {
+    let slowest = sim
+        .links()
+        .filter_map(|l| sim.link_stats(l))
+        .map(|s| s.gbps)
+        .filter(|g| *g > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    slowest
+        .is_finite()
+        .then(|| Duration::from_us_f64(f64::from(mtu) * 8.0 / (slowest * 1e3)))
 }
 
 /// `percent` of the links of `kind` (at least one), drawn without replacement

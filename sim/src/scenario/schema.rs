@@ -313,6 +313,10 @@ pub struct TransportSpec {
     /// `network` (default; the topology's largest, the same for every flow, paper
     /// App. E) or `flow` (the flow's own paths).
     pub tau_q_base: TauQBaseSpec,
+    /// The least tau_q: `packet` (default; one MTU's serialisation at the
+    /// topology's slowest link, so one waiting packet is not a queue above
+    /// target) or `none` (the paper's 0.04 x base RTT, however short).
+    pub tau_q_floor: TauQFloorSpec,
     /// Whose margin Rondo's q0 bounds: `path` (default; q0 on every path, as the
     /// paper writes it) or `flow` (q0 shared by the flow's paths).
     pub margin_scope: MarginScopeSpec,
@@ -344,6 +348,17 @@ pub enum TauQBaseSpec {
     Network,
     /// The largest base RTT of the flow's own paths.
     Flow,
+}
+
+/// The least tau_q (`transport.tau_q_floor`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TauQFloorSpec {
+    /// One MTU's serialisation at the slowest link of the topology.
+    #[default]
+    Packet,
+    /// No floor.
+    None,
 }
 
 /// Where the base RTT of each path comes from (`transport.base_rtt`).
@@ -390,6 +405,7 @@ impl Default for TransportSpec {
             base_rtt: BaseRttSpec::Measured,
             early_recovery: EarlyRecoverySpec::GapAndRtt,
             tau_q_base: TauQBaseSpec::Network,
+            tau_q_floor: TauQFloorSpec::Packet,
             margin_scope: MarginScopeSpec::Path,
             base_rtt_window_rtts: None,
             queue_rounding_packets: None,
