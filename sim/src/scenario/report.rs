@@ -27,6 +27,10 @@ pub struct Report {
     /// Time from the first flow's start to the last finite flow's completion, us
     /// (`null` without finite flows, or when one did not complete).
     pub jct_us: Option<f64>,
+    /// A lower bound on `jct_us`: the busiest host's wire bytes of the finite
+    /// flows (sent or received) at its link rate, us (`null` without finite
+    /// flows). A JCT near it means the hosts' links bound the job, not the fabric.
+    pub jct_bound_us: Option<f64>,
     /// 99th percentile of FCT / ideal FCT over completed finite flows (`null`
     /// without them).
     pub fct_slowdown_p99: Option<f64>,

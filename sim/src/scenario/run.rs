@@ -471,6 +471,31 @@ fn ideal_fct_us(scenario: &Scenario, sim: &Simulator, src: usize, dst: usize, by
     serialise_us(wire) + propagation_us + (hops - 1.0) * serialise_us(mtu)
 }
 
+/// A lower bound on the JCT, us: the busiest host's wire bytes over the finite
+/// flows (sent or received, whichever is more) at the host's bottleneck rate.
+/// No transport finishes sooner; a JCT near it means the hosts' links, not the
+/// fabric, bound the job. `None` without finite flows.
+fn jct_bound_us(scenario: &Scenario, finite: &[&FlowResult]) -> Option<f64> {
+    let mtu = u64::from(scenario.mtu);
+    let header = rondo_proto::wire::DATA_HEADER_LEN as u64;
+    let payload = mtu.saturating_sub(header).max(1);
+    let mut at_host: std::collections::HashMap<(usize, bool), u64> =
+        std::collections::HashMap::new();
+    for f in finite {
+        let bytes = f.bytes?;
+        let wire = bytes + bytes.div_ceil(payload) * header;
+        *at_host.entry((f.src, true)).or_default() += wire;
+        *at_host.entry((f.dst, false)).or_default() += wire;
+    }
+    let busiest = at_host.values().copied().max()?;
+    let host_bps = scenario.topology.host_gbps() * 1e9;
+    let bps = match &scenario.topology {
+        TopologySpec::Parallel(t) => host_bps.min(t.paths.iter().map(|p| p.gbps * 1e9).sum()),
+        _ => host_bps,
+    };
+    Some(busiest as f64 * 8.0 / bps * 1e6)
+}
+
 /// Time from the first flow's start to the last one's completion, us (`None`
 /// without flows, or when one did not complete).
 fn jct(finite: &[&FlowResult]) -> Option<f64> {
@@ -520,6 +545,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
             slowdowns.push(fct / ideal_fct_us(scenario, sim, f.src, f.dst, bytes));
         }
     }
+    let jct_bound_us = jct_bound_us(scenario, &finite);
     let fct_us = Percentiles::of(&mut fcts);
     let fct_slowdown_p99 = Percentiles::of(&mut slowdowns).map(|p| p.p99);
     let dist = |h: &rondo_proto::Histogram| NicDistribution {
@@ -548,6 +574,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
         ood: dist(&m.nic_ood),
         rbo: dist(&m.nic_rbo),
         jct_us,
+        jct_bound_us,
         fct_slowdown_p99,
         fct_us,
         flows_completed: m.flows_completed as u64,
