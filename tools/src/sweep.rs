@@ -487,4 +487,33 @@ mod tests {
         let text = table(&meta, &records, &["utilization", "jct_us"]);
         assert!(text.contains("0.600") && text.contains('-'), "{text}");
     }
+    #[test]
+    fn a_shard_written_and_merged_keeps_every_float_bit_for_bit() {
+        // The CI's Slurm check once failed on 2.3644444444444446 read back as
+        // 2.364444444444445: serde_json's default float parser is not exact.
+        let dir = std::env::temp_dir().join(format!("rondo-sweep-shard-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let values: [f64; 5] = [
+            2.3644444444444446,
+            0.1 + 0.2,
+            1.0 / 3.0,
+            6.02214076e23,
+            5e-324,
+        ];
+        let records: Vec<Value> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| json!({"index": i, "sweep": {"key": "k"}, "report": {"nic_avg": v}}))
+            .collect();
+        write_shard(&dir, &records).unwrap();
+        let (_, mut back) = merged(&dir).unwrap();
+        back.sort_by_key(|r| r["index"].as_u64());
+        let _ = std::fs::remove_dir_all(&dir);
+        let read: Vec<u64> = back
+            .iter()
+            .map(|r| r["report"]["nic_avg"].as_f64().unwrap().to_bits())
+            .collect();
+        let want: Vec<u64> = values.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(read, want);
+    }
 }
