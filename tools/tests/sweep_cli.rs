@@ -82,6 +82,26 @@ fn a_sweep_covers_every_transport_and_value_and_shards_merge_to_the_same_numbers
         all,
         "same runs, same numbers, whatever the slicing"
     );
+    // Every report field but wall-clock ones, bit for bit (float text read back exactly).
+    let reports = |v: &Value| {
+        let mut r: Vec<(String, String, Value)> = v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let id = |k: &str| r[k].as_str().unwrap().to_owned();
+                let mut report = r["report"].clone();
+                // Wall-clock figures differ between any two runs.
+                let sim = report["sim"].as_object_mut().expect("report.sim");
+                sim.remove("wall_s");
+                sim.remove("events_per_s");
+                (id("transport"), id("value"), report)
+            })
+            .collect();
+        r.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        r
+    };
+    assert_eq!(reports(&merged), reports(&whole), "whole reports differ");
 
     let svg = dir.join("plot.svg");
     let table = ok_stdout(&["sweep", "--merge", out, "--svg", svg.to_str().unwrap()]);
@@ -94,6 +114,8 @@ fn a_sweep_covers_every_transport_and_value_and_shards_merge_to_the_same_numbers
         plot.starts_with("<svg") && plot.contains("rondo"),
         "an SVG plot"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(temp("sweep"));
 }
 
 #[test]
