@@ -12,6 +12,21 @@ use crate::transmit::{PayloadRef, Priority, Transmit, TxBuffer};
 use crate::wire::{Body, CommonRepr, DataRepr, Flags, ProbeRepr, Repr};
 use crate::Psn;
 
+/// What a probe asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ProbeKind {
+    /// For spare capacity: filling the line while the windows block data (§4.2),
+    /// or asking a path out of rotation back while others carry the flow.
+    /// MTU-sized, at the lowest priority, so that it only takes what data leaves.
+    Capacity,
+    /// Whether a path delivers at all, when every path of the flow is out of
+    /// rotation: header-sized, at data priority. At probe priority it is dropped
+    /// behind a congested fabric's data, so paths that only lost packets to
+    /// congestion (or whose "losses" were the receiver's refusals) never rejoin
+    /// and the flow stalls for good.
+    Liveness,
+}
+
 impl Sender {
     /// The next probe or DATA packet, written into a buffer taken from `tx` once
     /// its path and length are chosen. A payload stays in its message (with
@@ -31,7 +46,15 @@ impl Sender {
             .find(|&i| c.paths[i].status == PathStatus::Down && c.paths[i].next_down_probe <= now)
         {
             c.paths[p].next_down_probe = now + c.cfg.down_probe_interval;
-            return c.emit_probe(now, p, tx, remote_flow);
+            // While another path carries the flow, a path out of rotation is spare
+            // capacity, asked for at probe priority; with none left, the flow's
+            // only way forward is an answer, asked for at data priority.
+            let kind = if c.up_paths().next().is_some() {
+                ProbeKind::Capacity
+            } else {
+                ProbeKind::Liveness
+            };
+            return c.emit_probe(now, p, kind, tx, remote_flow);
         }
         if !c.has_data() {
             return None;
@@ -54,7 +77,7 @@ impl Sender {
                 .find(|&i| c.paths[i].status == PathStatus::Up);
             if let Some(p) = next {
                 c.probe_rr = p;
-                return c.emit_probe(now, p, tx, remote_flow);
+                return c.emit_probe(now, p, ProbeKind::Capacity, tx, remote_flow);
             }
         }
         None
@@ -205,12 +228,19 @@ impl Core {
         &mut self,
         now: Instant,
         path: usize,
+        kind: ProbeKind,
         tx: &mut B,
         remote_flow: u32,
     ) -> Option<Transmit> {
-        let pad = self.cfg.mtu
-            - crate::wire::PROBE_HEADER_LEN
-            - crate::wire::token_overhead(self.cfg.token);
+        let (pad, priority) = match kind {
+            ProbeKind::Capacity => (
+                self.cfg.mtu
+                    - crate::wire::PROBE_HEADER_LEN
+                    - crate::wire::token_overhead(self.cfg.token),
+                Priority::Probe,
+            ),
+            ProbeKind::Liveness => (0, Priority::Data),
+        };
         let repr = Repr {
             common: CommonRepr {
                 flow: remote_flow,
@@ -222,7 +252,7 @@ impl Core {
             body: Body::Probe(ProbeRepr { pad_len: pad }),
         };
         let len = repr.buffer_len_with_token(self.cfg.token);
-        repr.emit_with_token(tx.take(path as u16, Priority::Probe, len), self.cfg.token)
+        repr.emit_with_token(tx.take(path as u16, priority, len), self.cfg.token)
             .ok()?;
         let out = &mut self.paths[path].probes_outstanding;
         if out.len() == crate::path::MAX_PROBES_OUTSTANDING {
@@ -235,7 +265,7 @@ impl Core {
         self.advance_line_clock(now, len);
         Some(Transmit {
             path: path as u16,
-            priority: Priority::Probe,
+            priority,
             len,
             flow: 0,
             payload: None,
