@@ -102,10 +102,11 @@ fn an_unknown_loss_recovery_is_refused() {
 
 /// A flow with every path out of rotation asks whether they deliver again with
 /// liveness probes at data priority. At probe priority, behind the fabric's
-/// data, those probes were dropped: in Fig. 14's incast with a 32 KB reorder buffer, refusals and
-/// losses took all four paths of one swift-rps flow down within 300 us, and it
-/// sent nothing more for the rest of the run (0 Gbit/s while its three
-/// siblings shared the receiver, so the baseline looked loss-free).
+/// data, those probes were dropped: in Fig. 14's incast with a 32 KB reorder
+/// buffer, refusals and losses took all four paths of one swift-rps flow down
+/// within 300 us, and it sent nothing more for the rest of the run (0 Gbit/s
+/// while its three siblings shared the receiver, so the baseline looked
+/// loss-free).
 #[test]
 fn a_flow_whose_paths_all_went_down_sends_again_once_they_answer() {
     let sets = [

@@ -487,6 +487,7 @@ mod tests {
         let text = table(&meta, &records, &["utilization", "jct_us"]);
         assert!(text.contains("0.600") && text.contains('-'), "{text}");
     }
+
     #[test]
     fn a_shard_written_and_merged_keeps_every_float_bit_for_bit() {
         // The CI's Slurm check once failed on 2.3644444444444446 read back as
