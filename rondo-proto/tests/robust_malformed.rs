@@ -12,7 +12,7 @@ use rondo_proto::wire::{
 };
 use rondo_proto::{
     BufferConfig, ConnectionHandle, DatagramError, Duration, Endpoint, EndpointStats, Event,
-    FlowConfig, Host, Instant, Psn, SharedBuffer, Transmit,
+    FlowConfig, Host, Instant, PathStatus, Psn, SharedBuffer, Transmit, Transport,
 };
 use rondo_sim::pair::PathSpec;
 use rondo_sim::Testbed;
@@ -993,4 +993,80 @@ proptest! {
         prop_assert!(got[0].1 == msg.as_slice());
         prop_assert!(!tb.events_a.iter().any(|(_, e)| matches!(e, Event::Error(_))));
     }
+}
+
+// ------------------------------------------------------------------ refusals
+
+/// A "reorder buffer full" NAK is the receiver's refusal of a packet its path
+/// delivered: it does not count toward taking the path out of rotation. With
+/// `path_down_losses` 2, one refusal on path 0 and then one loss found by early
+/// recovery on path 0 leave the path up (counted as a loss, the refusal made
+/// that the second loss in a row and the path went down).
+#[test]
+fn a_refusal_is_not_a_loss_of_its_path() {
+    let cfg = FlowConfig {
+        paths: 2,
+        path_down_losses: 2,
+        pacing: false,
+        // Swift's first windows let several packets out per path at once.
+        transport: Transport::from_name("swift-rps").unwrap(),
+        ..FlowConfig::default()
+    };
+    let (mut ep, h) = endpoint_with(&cfg);
+    let payload = cfg.payload_per_packet();
+    ep.post(h, Instant::ZERO, 1, vec![3; 16 * payload]).unwrap();
+    // What the initial windows let out in the first 5 us (the line-rate clock
+    // spaces the packets).
+    let mut sent: Vec<(u32, u16)> = Vec::new();
+    for ns in (0..5_000).step_by(10) {
+        let now = Instant::from_ns(ns);
+        ep.handle_timeout(now);
+        sent.extend(
+            drain(&mut ep, now)
+                .iter()
+                .filter(|(_, r, _)| matches!(r.body, Body::Data(_)))
+                .map(|(t, r, _)| (r.common.psn.0, t.path)),
+        );
+    }
+    let on_path0: Vec<u32> = sent.iter().filter(|s| s.1 == 0).map(|s| s.0).collect();
+    let highest = sent.iter().map(|s| s.0).max().unwrap();
+    assert!(on_path0.len() >= 2, "two packets on path 0: {sent:?}");
+    // The lowest packet on path 0 is refused; the next is the one early recovery
+    // will find lost; everything else arrives.
+    let (refused, lost) = (on_path0[0], on_path0[1]);
+    assert!(highest > lost + 4, "a PSN gap beyond {lost}: {sent:?}");
+    let at = Instant::from_us(5);
+    for &(psn, path) in &sent {
+        if psn != refused && psn != lost {
+            ep.receive(at, path, &ack(feedback(psn, refused, psn, path)), false)
+                .unwrap();
+        }
+    }
+    let d = nak(
+        feedback(refused, refused, highest, 0),
+        NakReason::BufferFull,
+    );
+    ep.receive(at, 0, &d, false).unwrap();
+    assert_eq!(ep.connection(h).paths()[0].status(), PathStatus::Up);
+    let before = ep.connection(h).sender_stats().lost_declared;
+    let mut now = at;
+    while now < Instant::from_us(400) {
+        now += Duration::from_us(1);
+        ep.handle_timeout(now);
+        drain(&mut ep, now);
+        if ep.connection(h).sender_stats().lost_declared > before {
+            break;
+        }
+    }
+    let s = ep.connection(h).sender_stats();
+    assert!(
+        s.lost_declared > before,
+        "early recovery found {lost} lost: {s:?}"
+    );
+    assert_eq!(
+        ep.connection(h).paths()[0].status(),
+        PathStatus::Up,
+        "{s:?}"
+    );
+    assert_eq!(s.path_downs, 0);
 }

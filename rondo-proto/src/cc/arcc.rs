@@ -476,6 +476,10 @@ impl CongestionControl for Arcc {
         self.probing_until.is_some_and(|t| now < t)
     }
 
+    fn low_priority_probes(&self) -> bool {
+        true
+    }
+
     fn probing_until(&self) -> Option<Instant> {
         self.probing_until
     }

@@ -83,6 +83,15 @@ pub trait CongestionControl {
     fn pacing_rate(&self, paths: &[PathState]) -> f64;
     /// Whether capacity probes fill the line now when the windows block data.
     fn probing(&self, now: Instant) -> bool;
+    /// Whether the transport has Rondo's low-priority probe class (paper §4.2:
+    /// probes served after data, dropped early), so that a path out of rotation
+    /// can ask for spare capacity while others carry the flow. A transport
+    /// without it (every baseline) has nothing below data: its checks of a path
+    /// out of rotation are header-sized and travel as data, or a queue its own
+    /// controller keeps deep would drop every one and the path never rejoin.
+    fn low_priority_probes(&self) -> bool {
+        false
+    }
     /// End of the current probing phase, if one runs or waits for its first ACK
     /// (`Instant::MAX`).
     fn probing_until(&self) -> Option<Instant>;
@@ -204,6 +213,9 @@ impl CongestionControl for AnyCc {
     }
     fn probing(&self, now: Instant) -> bool {
         dispatch!(self, c => c.probing(now))
+    }
+    fn low_priority_probes(&self) -> bool {
+        dispatch!(self, c => c.low_priority_probes())
     }
     fn probing_until(&self) -> Option<Instant> {
         dispatch!(self, c => c.probing_until())

@@ -144,7 +144,7 @@ impl Sender {
                 // Dropped for a hole before it: recovery goes back to `cum`.
             } else if nak.is_some() {
                 // The path delivered it; the receiver refused it. Not a path loss.
-                c.declare_lost(acked, now, true);
+                c.declare_refused(acked);
             } else {
                 if !e.acked && e.tx_count > 1 && echo.as_ns() < e.sent_at.as_ns() {
                     c.stats.spurious_retransmissions += 1;

@@ -13,10 +13,34 @@ impl Core {
     /// retransmission. Losses found by early recovery (`by_timeout` false) count
     /// toward taking the path out of rotation.
     pub(crate) fn declare_lost(&mut self, psn: u64, now: Instant, by_timeout: bool) {
+        if self.requeue_lost(psn, by_timeout) {
+            let path = self.table[(psn - self.base) as usize].path as usize;
+            let p = &mut self.paths[path];
+            p.consecutive_losses += 1;
+            if !by_timeout
+                && p.status == PathStatus::Up
+                && p.consecutive_losses >= self.cfg.path_down_losses
+            {
+                self.take_path_down(path, now);
+            }
+        }
+    }
+
+    /// Declares `psn` lost because the receiver refused it (a "reorder buffer
+    /// full" NAK): resent as any loss, and a loss to the congestion controller
+    /// (as by timeout), but not a loss of its path, which delivered it. Counted
+    /// as one, a small buffer's refusals took healthy paths out of rotation.
+    pub(crate) fn declare_refused(&mut self, psn: u64) {
+        self.requeue_lost(psn, true);
+    }
+
+    /// The bookkeeping of a loss verdict; false if `psn` was not in flight
+    /// (acknowledged, already queued, or never sent).
+    fn requeue_lost(&mut self, psn: u64, by_timeout: bool) -> bool {
         let idx = (psn - self.base) as usize;
         let e = &mut self.table[idx];
         if e.acked || e.queued || e.tx_count == 0 {
-            return;
+            return false;
         }
         let path = e.path as usize;
         if e.in_flight {
@@ -27,15 +51,8 @@ impl Core {
         self.retx.insert(psn);
         self.stats.lost_declared += 1;
         self.losses.push((path, by_timeout));
-        let p = &mut self.paths[path];
-        p.counters.lost += 1;
-        p.consecutive_losses += 1;
-        if !by_timeout
-            && p.status == PathStatus::Up
-            && p.consecutive_losses >= self.cfg.path_down_losses
-        {
-            self.take_path_down(path, now);
-        }
+        self.paths[path].counters.lost += 1;
+        true
     }
 
     /// Queues `psn` for retransmission without a loss verdict (a tail loss probe):

@@ -19,11 +19,12 @@ enum ProbeKind {
     /// or asking a path out of rotation back while others carry the flow.
     /// MTU-sized, at the lowest priority, so that it only takes what data leaves.
     Capacity,
-    /// Whether a path delivers at all, when every path of the flow is out of
-    /// rotation: header-sized, at data priority. At probe priority it is dropped
-    /// behind a congested fabric's data, so paths that only lost packets to
-    /// congestion (or whose "losses" were the receiver's refusals) never rejoin
-    /// and the flow stalls for good.
+    /// Whether a path delivers at all: header-sized, at data priority. Sent when
+    /// every path of the flow is out of rotation, and by transports without the
+    /// low-priority class ([`CongestionControl::low_priority_probes`]). At probe
+    /// priority it is dropped behind a congested fabric's data, so paths that
+    /// only lost packets to congestion never rejoin: with no path left the flow
+    /// stalls for good; with one left, a sprayed flow is single-path for good.
     Liveness,
 }
 
@@ -47,9 +48,10 @@ impl Sender {
         {
             c.paths[p].next_down_probe = now + c.cfg.down_probe_interval;
             // While another path carries the flow, a path out of rotation is spare
-            // capacity, asked for at probe priority; with none left, the flow's
-            // only way forward is an answer, asked for at data priority.
-            let kind = if c.up_paths().next().is_some() {
+            // capacity, asked for at probe priority where the transport has it;
+            // with none left, the flow's only way forward is an answer, asked for
+            // at data priority.
+            let kind = if self.cc.low_priority_probes() && c.up_paths().next().is_some() {
                 ProbeKind::Capacity
             } else {
                 ProbeKind::Liveness
