@@ -12,6 +12,16 @@ use crate::transmit::{PayloadRef, Priority, Transmit, TxBuffer};
 use crate::wire::{Body, CommonRepr, DataRepr, Flags, ProbeRepr, Repr};
 use crate::Psn;
 
+/// The packet a transmission on a chosen path carries.
+enum Pick {
+    /// This PSN; `retx`: a retransmission.
+    Send { psn: u64, retx: bool },
+    /// None: the path waits for this transmission and another one is chosen.
+    Rest,
+    /// Nothing to send now.
+    Nothing,
+}
+
 /// What a probe asks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ProbeKind {
@@ -62,12 +72,21 @@ impl Sender {
             return None;
         }
         if !self.cc.paced() || now >= self.core.pace_next {
-            match self.select_path() {
-                Some(path) => {
-                    self.select_blocked = false;
-                    return self.emit_data(now, path, tx, remote_flow);
+            let c = &mut self.core;
+            self.cc.open_windows(&c.paths, &mut c.open);
+            loop {
+                let Some(path) = self.selector.select(&self.core.open) else {
+                    self.select_blocked = true;
+                    break;
+                };
+                self.select_blocked = false;
+                match self.pick_psn(now, path) {
+                    Pick::Send { psn, retx } => {
+                        return self.emit_data(now, path, psn, retx, tx, remote_flow)
+                    }
+                    Pick::Rest => self.core.open[path] = 0.0,
+                    Pick::Nothing => return None,
                 }
-                None => self.select_blocked = true,
             }
         }
         let c = &mut self.core;
@@ -85,34 +104,43 @@ impl Sender {
         None
     }
 
-    /// The path of the next transmission: the path selector over the open windows
-    /// the congestion controller grants.
-    fn select_path(&mut self) -> Option<usize> {
+    /// The PSN a transmission on `path` carries now: the oldest retransmission,
+    /// else the unsent PSN the packet selector ranks for the path.
+    fn pick_psn(&mut self, now: Instant, path: usize) -> Pick {
         let c = &mut self.core;
-        self.cc.open_windows(&c.paths, &mut c.open);
-        self.selector.select(&c.open)
+        if let Some(psn) = c.retx.pop_first(&c.table, c.base) {
+            return Pick::Send { psn, retx: true };
+        }
+        let k = self.scheduler.rank(now, path, &c.paths);
+        let Some(psn) = c.unsent.kth(k) else {
+            return Pick::Nothing;
+        };
+        let span = |w: Option<u64>| w.is_some_and(|w| psn >= c.una + w);
+        if !(span(c.rx_window) || span(c.psn_window)) {
+            Pick::Send { psn, retx: false }
+        } else if k > 1 {
+            // A slower path's skip lies beyond what the receiver can hold: sent
+            // with a lower PSN, its packet would arrive behind the faster paths'
+            // and the reordering would fill the small buffer again.
+            Pick::Rest
+        } else {
+            match c.unsent.lowest() {
+                Some(psn) => Pick::Send { psn, retx: false },
+                None => Pick::Nothing,
+            }
+        }
     }
 
     fn emit_data<B: TxBuffer + ?Sized>(
         &mut self,
         now: Instant,
         path: usize,
+        psn: u64,
+        retx: bool,
         tx: &mut B,
         remote_flow: u32,
     ) -> Option<Transmit> {
         let c = &mut self.core;
-        let (psn, retx) = match c.retx.pop_first(&c.table, c.base) {
-            Some(psn) => (psn, true),
-            None => {
-                let k = self.scheduler.rank(now, path, &c.paths);
-                let mut psn = c.unsent.kth(k)?;
-                let span = |w: Option<u64>| w.is_some_and(|w| psn >= c.una + w);
-                if span(c.rx_window) || span(c.psn_window) {
-                    psn = c.unsent.lowest()?; // the receiver (or the PSN window) cannot hold the skip
-                }
-                (psn, false)
-            }
-        };
         let idx = (psn - c.base) as usize;
         self.recovery.on_transmit(psn);
         if !retx {

@@ -70,6 +70,29 @@ const INCAST32: &str = include_str!("../../scenarios/incast32.toml");
 const CLOS3_RTT_FAIRNESS: &str = include_str!("../../scenarios/clos3-rtt-fairness.toml");
 const FIG11: &str = include_str!("../../scenarios/fig11-moe-step.toml");
 const FIG24: &str = include_str!("../../scenarios/fig24-rc-reorder.toml");
+const HETERO_BUFFER: &str = include_str!("../../scenarios/hetero-buffer.toml");
+
+/// The shared reorder-buffer sizes of the `hetero-buffer` sweep, KB.
+pub const HETERO_BUFFER_KB: [u32; 9] = [32, 48, 64, 96, 128, 200, 300, 600, 1200];
+
+/// The `hetero-buffer` runs: one flow over 40/25/10 Gb/s paths, each buffer size.
+fn hetero_buffer() -> Vec<RunTemplate> {
+    HETERO_BUFFER_KB
+        .iter()
+        .map(|kb| RunTemplate {
+            label: format!("buffer={kb}KB"),
+            sweep: Some(SweepPoint {
+                axis: "shared reorder buffer (KB)",
+                x: f64::from(*kb),
+                series: "one flow".to_owned(),
+                eq3: false,
+            }),
+            file: "hetero-buffer.toml",
+            text: HETERO_BUFFER,
+            overrides: vec![format!("transport.reorder_buffer_kb={kb}")],
+        })
+        .collect()
+}
 
 /// The OODs the Fig. 24 sweep imposes, packets: path 1's extra delay in the
 /// data's direction is this many packet times at the host rate.
@@ -231,6 +254,11 @@ pub fn builtins() -> Vec<Builtin> {
             name: "fig14",
             about: "Fig. 14: 4-to-1 incast with 16 background flows on the 4:1 Clos (sweep the reorder buffer)",
             runs: vec![one("", "fig14-incast-background.toml", FIG14, &[])],
+        },
+        Builtin {
+            name: "hetero-buffer",
+            about: "one flow over 40/25/10 Gb/s paths (1/3/15 us) against the reorder-buffer size, 32 KB-1.2 MB",
+            runs: hetero_buffer(),
         },
         Builtin {
             name: "fig15",
