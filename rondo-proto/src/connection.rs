@@ -242,6 +242,12 @@ impl Connection {
         &self.sender.core.stats
     }
 
+    /// The receiver's OOD outside the shared reorder buffer (directly placed
+    /// payloads of the RC selective-repeat model; 0 otherwise).
+    pub(crate) fn direct_ood(&self, rb: &SharedBuffer) -> u64 {
+        self.receiver.direct_ood(rb)
+    }
+
     /// Receiver counters and OOD/RBO distributions.
     pub fn receiver_stats(&self) -> &ReceiverStats {
         &self.receiver.stats

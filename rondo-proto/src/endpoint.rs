@@ -125,6 +125,9 @@ pub struct Endpoint {
     due: Vec<usize>,
     /// The measurement tap ([`crate::tap::MetricsTap`]), off until asked for.
     tap: crate::tap::TapLog,
+    /// The open connections' OOD outside the shared reorder buffer (RC selective
+    /// repeat's direct placement), kept up to date while the tap is on.
+    direct_ood: u64,
     /// Spurious retransmissions of the connections closed so far (for the tap).
     closed_spurious: u64,
 }
@@ -144,6 +147,7 @@ impl Endpoint {
             dirty: Vec::new(),
             due: Vec::new(),
             tap: crate::tap::TapLog::default(),
+            direct_ood: 0,
             closed_spurious: 0,
         }
     }
@@ -224,6 +228,9 @@ impl Endpoint {
         let Slot::Open(conn) = std::mem::replace(slot, Slot::Vacant) else {
             return None;
         };
+        self.direct_ood = self
+            .direct_ood
+            .saturating_sub(conn.direct_ood(&self.buffer));
         let (closed, summary) = conn.close(&mut self.buffer);
         self.closed_spurious += summary.sender.spurious_retransmissions;
         self.conns[h.0] = Slot::Closed(closed);

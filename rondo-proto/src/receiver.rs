@@ -281,6 +281,15 @@ impl Receiver {
         self.queue(now, common.path, fb, nak, ce, remote);
     }
 
+    /// The flow's OOD held outside the shared reorder buffer: the highest PSN
+    /// placed directly less the expected one (0 without direct placement).
+    pub(crate) fn direct_ood(&self, rb: &SharedBuffer) -> u64 {
+        let expected = rb.expected(self.flow).unwrap_or(Psn::ZERO);
+        self.direct
+            .highest()
+            .map_or(0, |h| h.diff(expected).max(0) as u64)
+    }
+
     /// An out-of-order arrival under [`ReceiverPolicy::SelectiveNak`]: placed
     /// directly, outside the shared reorder buffer, and NAKed with the expected
     /// PSN (the hole); a copy already placed is answered as a duplicate.

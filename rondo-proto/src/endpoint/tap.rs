@@ -10,6 +10,10 @@ use crate::wire;
 impl MetricsTap for Endpoint {
     fn set_tap(&mut self, on: bool) {
         self.tap.set_on(on);
+        if on {
+            let rb = &self.buffer;
+            self.direct_ood = self.connections().map(|c| c.direct_ood(rb)).sum();
+        }
     }
 
     fn poll_tap(&mut self) -> Option<TapEvent> {
@@ -24,30 +28,45 @@ impl MetricsTap for Endpoint {
                     .map(|c| c.sender_stats().spurious_retransmissions)
                     .sum::<u64>(),
             reorder_drops: self.buffer.stats().all_flows.dropped_full,
-            nic_ood: self.buffer.nic_ood(),
+            nic_ood: self.nic_ood(),
         }
     }
 }
 
 impl Endpoint {
+    /// NIC-level OOD now: the shared reorder buffer's (the sum over its flows)
+    /// plus what RC selective repeat's direct placement holds outside it.
+    fn nic_ood(&self) -> u64 {
+        self.buffer.nic_ood() + self.direct_ood
+    }
+
     /// [`Endpoint::receive`], reported to the tap as one [`TapEvent::Arrival`].
     pub(super) fn receive_tapped(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
         let s = self.buffer.stats().all_flows;
         let seen = s.in_order + s.buffered;
-        let nic_ood = self.buffer.nic_ood();
+        let nic_ood = self.nic_ood();
         let rbo_slots = self.buffer.used_slots() as u64;
         let conn = (data.len() >= wire::COMMON_HEADER_LEN)
             .then(|| wire::Packet::new_unchecked(data).flow())
             .and_then(|f| self.by_flow.get(&f).copied());
+        let rb = &self.buffer;
         let before = conn.and_then(|i| self.conns[i].open()).map(|c| {
             let r = c.receiver_stats();
-            (r.bytes_delivered, discards(r), r.placed_direct)
+            (
+                r.bytes_delivered,
+                discards(r),
+                r.placed_direct,
+                c.direct_ood(rb),
+            )
         });
         let ok = self.receive(now, path, data, ecn_ce).is_ok();
         let (flow, delivered, discarded, direct) = match (conn, before) {
-            (Some(i), Some((b, d, p))) if ok => match self.conns[i].open() {
+            (Some(i), Some((b, d, p, ood))) if ok => match self.conns[i].open() {
                 Some(c) => {
                     let r = c.receiver_stats();
+                    // A flow's direct OOD changes only on its own arrivals.
+                    self.direct_ood =
+                        (self.direct_ood + c.direct_ood(&self.buffer)).saturating_sub(ood);
                     (
                         Some(c.local_flow()),
                         r.bytes_delivered - b,

@@ -671,6 +671,7 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         runs: runs24,
         columns: vec![
             Column::key("goodput Gb/s", "goodput_gbps", 2),
+            Column::key("NIC OOD p99", "ood.nic_p99", 0),
             Column::key("retx packets", "retx.packets", 0),
         ],
         compare: |pts| {
