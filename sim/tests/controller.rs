@@ -1,4 +1,4 @@
-//! Issue 12: where Rondo's controller (ARCC, `rondo-proto/src/cc/arcc.rs`) fell
+//! Issue 12: where Rondo's controller (ARCC, `rondo-proto/src/cc/arcc/`) fell
 //! short of the paper, one test per row, each citing the paper's number. The
 //! numbers before and after each change are in docs/engine.md.
 
