@@ -364,9 +364,12 @@ fn every_path_out_of_rotation_keeps_the_timer_moving() {
     }
     assert_eq!(data_sent.len(), 13, "the 12 probe credits were not used");
 
-    let late = Instant::from_us(200);
-    // A 10 us RTT sample: PSNs 0-7, sent by 20 us, are long overdue.
-    feedback(&mut ep, late, fb(12, 12, false, late.as_ns() - 10_000));
+    // The path's first RTT sample, 2 us, from the ACK of PSN 12 (sent last,
+    // 4.5 us after PSN 7): PSNs 0-7 are overdue at once. (Before its first
+    // sample a path has no ACK deadline, so this ACK must carry one.)
+    let sent_12 = data_sent[12];
+    let late = Instant::from_ns(sent_12 + 2_000).max(now);
+    feedback(&mut ep, late, fb(12, 12, false, sent_12));
     assert!(
         step(&mut ep, late, &mut data_sent),
         "8 losses in a row did not take the path down: {:?}",

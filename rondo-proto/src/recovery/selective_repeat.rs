@@ -30,7 +30,7 @@ pub struct SelectiveRepeat {
     /// where detection starts. Every transmission lowers it to its PSN.
     loss_scan: u64,
     /// Scratch: each path's ACK deadline during detection.
-    deadlines: Vec<Duration>,
+    deadlines: Vec<Option<Duration>>,
 }
 
 impl SelectiveRepeat {
@@ -77,10 +77,9 @@ impl LossRecovery for SelectiveRepeat {
         // A read-only pass first (the common case: nothing is due), with each path's
         // deadline computed once; only when something is due does the loop below
         // run, declaring losses (which can change later entries) as it goes.
-        let fallback = self.rto_timer.initial_rtt;
         self.deadlines.clear();
         self.deadlines
-            .extend(core.paths.iter().map(|p| p.ack_deadline(fallback)));
+            .extend(core.paths.iter().map(|p| p.ack_deadline()));
         let gap_only = self.rule == EarlyRecovery::Gap;
         let mut next_due: Option<Instant> = None;
         let mut any_due = false;
@@ -92,7 +91,12 @@ impl LossRecovery for SelectiveRepeat {
                 any_due = true;
                 break;
             }
-            let due = e.sent_at + self.deadlines[e.path as usize];
+            // A path without an RTT sample has no deadline yet: its first ACK
+            // (or the retransmission timer) decides.
+            let Some(deadline) = self.deadlines[e.path as usize] else {
+                continue;
+            };
+            let due = e.sent_at + deadline;
             if due <= now {
                 any_due = true;
                 break;
@@ -111,7 +115,10 @@ impl LossRecovery for SelectiveRepeat {
             let due = if gap_only && e.tx_count == 1 {
                 now
             } else {
-                e.sent_at + core.paths[e.path as usize].ack_deadline(fallback)
+                match core.paths[e.path as usize].ack_deadline() {
+                    Some(d) => e.sent_at + d,
+                    None => continue,
+                }
             };
             if due <= now {
                 core.declare_lost(core.base + i as u64, now, false);
