@@ -115,7 +115,9 @@ impl LossRecovery for SelectiveRepeat {
             let due = if gap_only && e.tx_count == 1 {
                 now
             } else {
-                match core.paths[e.path as usize].ack_deadline() {
+                // Declaring losses changes no path's RTT: the first pass's
+                // deadlines still hold.
+                match self.deadlines[e.path as usize] {
                     Some(d) => e.sent_at + d,
                     None => continue,
                 }

@@ -13,8 +13,7 @@ impl Core {
     /// retransmission. Losses found by early recovery (`by_timeout` false) count
     /// toward taking the path out of rotation.
     pub(crate) fn declare_lost(&mut self, psn: u64, now: Instant, by_timeout: bool) {
-        if self.requeue_lost(psn, by_timeout) {
-            let path = self.table[(psn - self.base) as usize].path as usize;
+        if let Some(path) = self.requeue_lost(psn, by_timeout) {
             let p = &mut self.paths[path];
             p.consecutive_losses += 1;
             if !by_timeout
@@ -34,13 +33,13 @@ impl Core {
         self.requeue_lost(psn, true);
     }
 
-    /// The bookkeeping of a loss verdict; false if `psn` was not in flight
-    /// (acknowledged, already queued, or never sent).
-    fn requeue_lost(&mut self, psn: u64, by_timeout: bool) -> bool {
+    /// The bookkeeping of a loss verdict: the path `psn` was sent on, or `None`
+    /// if it was not in flight (acknowledged, already queued, or never sent).
+    fn requeue_lost(&mut self, psn: u64, by_timeout: bool) -> Option<usize> {
         let idx = (psn - self.base) as usize;
         let e = &mut self.table[idx];
         if e.acked || e.queued || e.tx_count == 0 {
-            return false;
+            return None;
         }
         let path = e.path as usize;
         if e.in_flight {
@@ -52,7 +51,7 @@ impl Core {
         self.stats.lost_declared += 1;
         self.losses.push((path, by_timeout));
         self.paths[path].counters.lost += 1;
-        true
+        Some(path)
     }
 
     /// Queues `psn` for retransmission without a loss verdict (a tail loss probe):
