@@ -185,6 +185,38 @@ impl Connection {
         })
     }
 
+    /// The flow's datagram size: the least a transmit buffer must hold.
+    pub(crate) fn mtu(&self) -> usize {
+        self.sender.mtu()
+    }
+
+    /// Whether the connection would send a capacity probe now
+    /// ([`Connection::poll_probe`]).
+    pub(crate) fn wants_probe(&self, now: Instant) -> bool {
+        self.sender.wants_probe(now)
+    }
+
+    /// A capacity probe, when the connection is probing (§4.2.2) and the host
+    /// line has room: the endpoint asks, after no connection had anything else
+    /// to send, with a buffer of at least `mtu` bytes.
+    pub(crate) fn poll_probe<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        let t = self.sender.poll_probe(now, tx, self.remote_flow)?;
+        Some(Transmit {
+            flow: self.local_flow,
+            ..t
+        })
+    }
+
+    /// The host line clock `clock` moved past a `len`-byte datagram sent at `now`
+    /// (at this connection's line rate and burst credit).
+    pub(crate) fn line_clock_after(&self, clock: Instant, now: Instant, len: usize) -> Instant {
+        self.sender.core.line_clock_after(clock, now, len)
+    }
+
     /// The PSN and retransmission flag of the DATA packet the last
     /// [`Connection::poll_transmit`] wrote, if it wrote one (for the measurement
     /// tap: no header needs parsing).

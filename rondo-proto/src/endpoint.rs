@@ -130,6 +130,15 @@ pub struct Endpoint {
     direct_ood: u64,
     /// Spurious retransmissions of the connections closed so far (for the tap).
     closed_spurious: u64,
+    /// The host line clock: when the line is next free of this endpoint's
+    /// datagrams. Capacity probes of every connection go only when it has come,
+    /// so that probing fills the host's line rate and no more (§4.2.2), however
+    /// many connections probe at once.
+    line_next: Instant,
+    /// Connections that may want to probe (a superset: one that no longer does
+    /// leaves when next asked), and the round-robin cursor over them.
+    probing: std::collections::BTreeSet<usize>,
+    next_probe: usize,
 }
 
 impl Endpoint {
@@ -149,6 +158,9 @@ impl Endpoint {
             tap: crate::tap::TapLog::default(),
             direct_ood: 0,
             closed_spurious: 0,
+            line_next: Instant::ZERO,
+            probing: std::collections::BTreeSet::new(),
+            next_probe: 0,
         }
     }
 
@@ -424,9 +436,70 @@ impl Endpoint {
     fn touch(&mut self, i: usize) {
         let c = &self.conns[i];
         self.schedule.set(i, c.poll_timeout());
-        if c.open().is_some_and(Connection::has_events) {
-            self.schedule.note_events(i);
+        if let Some(c) = c.open() {
+            if c.has_events() {
+                self.schedule.note_events(i);
+            }
+            // A probing phase ends at a time, not an event: `Instant::ZERO` asks
+            // whether one is under way at all, and the next probe poll drops a
+            // connection whose phase has ended.
+            if c.wants_probe(Instant::ZERO) {
+                self.probing.insert(i);
+            }
         }
+    }
+
+    /// A capacity probe from the next probing connection after the last that
+    /// probed, if the host line is free at `now` (moving the line clock past
+    /// it). A connection that has nothing to probe leaves the probing set.
+    fn poll_probe<B: TxBuffer + ?Sized>(&mut self, now: Instant, tx: &mut B) -> Option<Transmit> {
+        if now < self.line_next {
+            return None;
+        }
+        while let Some(&i) = self
+            .probing
+            .range(self.next_probe..)
+            .next()
+            .or_else(|| self.probing.iter().next())
+        {
+            // Data first, as at any transmission opportunity: a connection whose
+            // selection found every window shut is not due again until an ACK or
+            // a tick, and the line's free slot is the moment to retry it.
+            let mut data = None;
+            let t = match &mut self.conns[i] {
+                // A short buffer takes no probe: the connection stays in the set
+                // for the next offer (its data attempt counted the short buffer).
+                Slot::Open(c) if tx.capacity() < c.mtu() => return None,
+                Slot::Open(c) => c
+                    .poll_transmit(now, tx)
+                    .inspect(|_| data = c.last_data_sent())
+                    .or_else(|| c.poll_probe(now, tx)),
+                _ => None,
+            };
+            let t = t.map(|mut t| {
+                if let Some(p) = &mut t.payload {
+                    p.source = i as u32;
+                }
+                t
+            });
+            if let (Some(t), Some((psn, retransmission))) = (&t, data) {
+                self.tap_data_sent(t.flow, psn, retransmission);
+            }
+            if let (Some(t), Some(c)) = (&t, self.conns[i].open()) {
+                self.line_next = c.line_clock_after(self.line_next, now, t.datagram_len());
+            }
+            self.touch(i);
+            match t {
+                Some(t) => {
+                    self.next_probe = i + 1;
+                    return Some(t);
+                }
+                None => {
+                    self.probing.remove(&i);
+                }
+            }
+        }
+        None
     }
 
     /// Touches the connections handed out mutably since the last call.
@@ -496,11 +569,13 @@ impl Host for Endpoint {
         tx: &mut B,
     ) -> Option<Transmit> {
         let mut data = None;
-        let t = self.poll_ready(now, |slot, i| {
+        let mut line = self.line_next;
+        let sent = self.poll_ready(now, |slot, i| {
             let mut t = match slot {
                 Slot::Open(c) => {
                     let t = c.poll_transmit(now, tx)?;
                     data = c.last_data_sent();
+                    line = c.line_clock_after(line, now, t.datagram_len());
                     t
                 }
                 Slot::Closed(c) => c.poll_transmit(tx)?,
@@ -510,7 +585,11 @@ impl Host for Endpoint {
                 p.source = i as u32;
             }
             Some(t)
-        })?;
+        });
+        self.line_next = line;
+        let Some(t) = sent else {
+            return self.poll_probe(now, tx);
+        };
         if let Some((psn, retransmission)) = data {
             self.tap_data_sent(t.flow, psn, retransmission);
         }
@@ -522,7 +601,14 @@ impl Host for Endpoint {
             .dirty
             .iter()
             .filter_map(|&i| self.conns[i].poll_timeout());
-        self.schedule.earliest().into_iter().chain(pending).min()
+        // The line clock, while some connection may want to probe.
+        let probe = (!self.probing.is_empty()).then_some(self.line_next);
+        self.schedule
+            .earliest()
+            .into_iter()
+            .chain(pending)
+            .chain(probe)
+            .min()
     }
 
     fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {

@@ -66,7 +66,6 @@ pub(crate) struct Core {
     /// Highest PSN the receiver reported seeing.
     pub(crate) highest_seen: u64,
     pace_next: Instant,
-    line_next: Instant,
     probe_seq: u32,
     probe_rr: usize,
     /// (PSN, retransmission) of the DATA packet the current transmit call wrote.
@@ -133,7 +132,6 @@ impl Sender {
                 retx: RetxQueue::new(),
                 highest_seen: start,
                 pace_next: now,
-                line_next: now,
                 probe_seq: 0,
                 last_data: None,
                 probe_rr: 0,

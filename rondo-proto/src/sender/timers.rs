@@ -29,19 +29,13 @@ impl Sender {
         if let Some(d) = c.inflight_expiry {
             t = t.min(d);
         }
-        if c.has_data() {
-            if !self.select_blocked && self.cc.any_open(&c.paths) {
-                t = t.min(if self.cc.paced() {
-                    c.pace_next
-                } else {
-                    Instant::ZERO
-                });
-            }
-            if self.cc.probing_until().is_some_and(|end| c.line_next < end)
-                && c.up_paths().next().is_some()
-            {
-                t = t.min(c.line_next);
-            }
+        // Capacity probes wait for the endpoint's line clock, not for a timer here.
+        if c.has_data() && !self.select_blocked && self.cc.any_open(&c.paths) {
+            t = t.min(if self.cc.paced() {
+                c.pace_next
+            } else {
+                Instant::ZERO
+            });
         }
         (t != Instant::MAX).then_some(t)
     }

@@ -89,19 +89,38 @@ impl Sender {
                 }
             }
         }
-        let c = &mut self.core;
-        if self.cc.probing(now) && now >= c.line_next {
-            // Round robin over the paths in rotation, starting after the last probed.
-            let n = c.paths.len();
-            let next = (1..=n)
-                .map(|k| (c.probe_rr + k) % n)
-                .find(|&i| c.paths[i].status == PathStatus::Up);
-            if let Some(p) = next {
-                c.probe_rr = p;
-                return c.emit_probe(now, p, ProbeKind::Capacity, tx, remote_flow);
-            }
-        }
         None
+    }
+
+    /// Whether the flow is in a capacity-probing phase (§4.2.2) with data waiting
+    /// and a path to probe: the endpoint then offers it the host line's spare
+    /// transmission opportunities ([`Sender::poll_probe`]).
+    pub(crate) fn wants_probe(&self, now: Instant) -> bool {
+        let c = &self.core;
+        c.failed.is_none() && c.has_data() && self.cc.probing(now) && c.up_paths().next().is_some()
+    }
+
+    /// A capacity probe on the next path in rotation after the last probed, if
+    /// the flow [wants one](Sender::wants_probe). The endpoint calls it when no
+    /// connection has data to send now and the host line has room: one line
+    /// clock for all its connections, so that probing stays within the host's
+    /// line rate however many flows probe at once.
+    pub(crate) fn poll_probe<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+        remote_flow: u32,
+    ) -> Option<Transmit> {
+        if !self.wants_probe(now) {
+            return None;
+        }
+        let c = &mut self.core;
+        let n = c.paths.len();
+        let p = (1..=n)
+            .map(|k| (c.probe_rr + k) % n)
+            .find(|&i| c.paths[i].status == PathStatus::Up)?;
+        c.probe_rr = p;
+        c.emit_probe(now, p, ProbeKind::Capacity, tx, remote_flow)
     }
 
     /// The PSN a transmission on `path` carries now: the oldest retransmission,
@@ -227,7 +246,6 @@ impl Sender {
             let gap = Duration::from_us_f64(total as f64 / c.cfg.mtu as f64 / rate);
             c.pace_next = c.pace_next.max(c.burst_floor(now, gap)) + gap;
         }
-        c.advance_line_clock(now, total);
         let in_flight = c.in_flight_count();
         self.recovery.on_transmitted(now, in_flight);
         Some(Transmit {
@@ -241,17 +259,18 @@ impl Sender {
 }
 
 impl Core {
+    /// The host line clock `clock` moved past a `len`-byte datagram sent at `now`
+    /// at this flow's line rate, with its burst credit.
+    pub(crate) fn line_clock_after(&self, clock: Instant, now: Instant, len: usize) -> Instant {
+        let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
+        clock.max(self.burst_floor(now, wire)) + wire
+    }
+
     /// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`
     /// (exactly `now` without burst credit).
     fn burst_floor(&self, now: Instant, gap: Duration) -> Instant {
         let credit = gap.saturating_mul(u64::from(self.cfg.pacing_burst - 1));
         Instant::from_ps(now.as_ps().saturating_sub(credit.as_ps()))
-    }
-
-    /// Moves the line-rate clock past a `len`-byte datagram sent at `now`.
-    fn advance_line_clock(&mut self, now: Instant, len: usize) {
-        let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
-        self.line_next = self.line_next.max(self.burst_floor(now, wire)) + wire;
     }
 
     fn emit_probe<B: TxBuffer + ?Sized>(
@@ -292,7 +311,6 @@ impl Core {
         self.probe_seq = self.probe_seq.wrapping_add(1);
         self.paths[path].counters.probes_sent += 1;
         self.stats.probes_sent += 1;
-        self.advance_line_clock(now, len);
         Some(Transmit {
             path: path as u16,
             priority,
