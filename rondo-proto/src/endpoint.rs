@@ -462,31 +462,23 @@ impl Endpoint {
             .next()
             .or_else(|| self.probing.iter().next())
         {
+            // A short buffer takes no probe: the connection stays in the set for
+            // the next offer (its data attempt counted the short buffer).
+            if self.conns[i]
+                .open()
+                .is_some_and(|c| tx.capacity() < c.mtu())
+            {
+                return None;
+            }
             // Data first, as at any transmission opportunity: a connection whose
             // selection found every window shut is not due again until an ACK or
             // a tick, and the line's free slot is the moment to retry it.
             let mut data = None;
-            let t = match &mut self.conns[i] {
-                // A short buffer takes no probe: the connection stays in the set
-                // for the next offer (its data attempt counted the short buffer).
-                Slot::Open(c) if tx.capacity() < c.mtu() => return None,
-                Slot::Open(c) => c
-                    .poll_transmit(now, tx)
-                    .inspect(|_| data = c.last_data_sent())
-                    .or_else(|| c.poll_probe(now, tx)),
-                _ => None,
-            };
-            let t = t.map(|mut t| {
-                if let Some(p) = &mut t.payload {
-                    p.source = i as u32;
-                }
-                t
-            });
+            let mut line = self.line_next;
+            let t = transmit_from(&mut self.conns[i], i, now, tx, true, &mut line, &mut data);
+            self.line_next = line;
             if let (Some(t), Some((psn, retransmission))) = (&t, data) {
                 self.tap_data_sent(t.flow, psn, retransmission);
-            }
-            if let (Some(t), Some(c)) = (&t, self.conns[i].open()) {
-                self.line_next = c.line_clock_after(self.line_next, now, t.datagram_len());
             }
             self.touch(i);
             match t {
@@ -541,6 +533,41 @@ impl Endpoint {
     }
 }
 
+/// What connection slot `i` sends at `now`: its feedback or DATA, else, with
+/// `probe`, a capacity probe. The payload's source is set to `i`, the host line
+/// clock `line` moves past what an open connection sent, and `data` gets the
+/// DATA packet's PSN and retransmission flag.
+fn transmit_from<B: TxBuffer + ?Sized>(
+    slot: &mut Slot,
+    i: usize,
+    now: Instant,
+    tx: &mut B,
+    probe: bool,
+    line: &mut Instant,
+    data: &mut Option<(u32, bool)>,
+) -> Option<Transmit> {
+    let mut t = match slot {
+        Slot::Open(c) => {
+            let t = match c.poll_transmit(now, tx) {
+                Some(t) => {
+                    *data = c.last_data_sent();
+                    t
+                }
+                None if probe => c.poll_probe(now, tx)?,
+                None => return None,
+            };
+            *line = c.line_clock_after(*line, now, t.datagram_len());
+            t
+        }
+        Slot::Closed(c) if !probe => c.poll_transmit(tx)?,
+        Slot::Closed(_) | Slot::Vacant => return None,
+    };
+    if let Some(p) = &mut t.payload {
+        p.source = i as u32;
+    }
+    Some(t)
+}
+
 impl Host for Endpoint {
     fn handle_datagram(&mut self, now: Instant, path: u16, data: &[u8], ecn_ce: bool) {
         if self.tap.is_on() {
@@ -571,20 +598,7 @@ impl Host for Endpoint {
         let mut data = None;
         let mut line = self.line_next;
         let sent = self.poll_ready(now, |slot, i| {
-            let mut t = match slot {
-                Slot::Open(c) => {
-                    let t = c.poll_transmit(now, tx)?;
-                    data = c.last_data_sent();
-                    line = c.line_clock_after(line, now, t.datagram_len());
-                    t
-                }
-                Slot::Closed(c) => c.poll_transmit(tx)?,
-                Slot::Vacant => return None,
-            };
-            if let Some(p) = &mut t.payload {
-                p.source = i as u32;
-            }
-            Some(t)
+            transmit_from(slot, i, now, tx, false, &mut line, &mut data)
         });
         self.line_next = line;
         let Some(t) = sent else {
