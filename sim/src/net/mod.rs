@@ -2,6 +2,9 @@
 
 pub(crate) mod fabric;
 pub(crate) mod port;
+mod slab;
+
+pub(crate) use slab::Slab;
 
 use rondo_proto::time::Instant;
 
@@ -28,113 +31,6 @@ pub(crate) struct Meta {
     pub ingress: u32,
     /// ECMP key: a hash of source, destination, local flow id and path id.
     pub key: u64,
-}
-
-/// Packets in flight: one `mtu`-sized buffer each, in chunks of [`SLAB_CHUNK`]
-/// slots, with a free list, so steady state allocates nothing and growth never
-/// moves (or transiently doubles) the packets already held: a million packets in
-/// flight, as at the start of a 100,000-flow all-to-all, stay a million buffers.
-pub(crate) struct Slab {
-    mtu: usize,
-    chunks: Vec<Box<[u8]>>,
-    slots: u32,
-    free: Vec<u32>,
-    /// (flow index, PSN) of the data packet each slot holds, `NO_DATA` for
-    /// anything else: what a drop is recorded against.
-    data: Vec<(u32, u32)>,
-}
-
-/// [`Slab`]'s tag of a slot that holds no tracked data packet.
-const NO_DATA: (u32, u32) = (u32::MAX, 0);
-
-/// Slots per chunk of the [`Slab`].
-const SLAB_CHUNK: usize = 1024;
-
-impl Slab {
-    pub fn new(mtu: usize) -> Slab {
-        Slab {
-            mtu,
-            chunks: Vec::new(),
-            slots: 0,
-            free: Vec::new(),
-            data: Vec::new(),
-        }
-    }
-
-    /// Bytes of a slot: the buffer each `poll_transmit` gets.
-    pub fn slot_len(&self) -> usize {
-        self.mtu
-    }
-
-    pub fn alloc(&mut self) -> u32 {
-        if let Some(i) = self.free.pop() {
-            self.data[i as usize] = NO_DATA;
-            return i;
-        }
-        let i = self.slots;
-        self.slots += 1;
-        self.data.push(NO_DATA);
-        if i as usize / SLAB_CHUNK == self.chunks.len() {
-            self.chunks
-                .push(vec![0u8; SLAB_CHUNK * self.mtu].into_boxed_slice());
-        }
-        i
-    }
-
-    pub fn free(&mut self, i: u32) {
-        self.free.push(i);
-    }
-
-    /// Tags slot `i` with the (flow index, PSN) of the data packet it holds.
-    pub fn set_data(&mut self, i: u32, data: Option<(u32, u32)>) {
-        self.data[i as usize] = data.unwrap_or(NO_DATA);
-    }
-
-    /// The (flow index, PSN) slot `i` was tagged with, if any.
-    pub fn data(&self, i: u32) -> Option<(u32, u32)> {
-        let d = self.data[i as usize];
-        (d != NO_DATA).then_some(d)
-    }
-
-    /// Chunk and byte offset of slot `i`.
-    fn at(&self, i: u32) -> (usize, usize) {
-        let i = i as usize;
-        (i / SLAB_CHUNK, i % SLAB_CHUNK * self.mtu)
-    }
-
-    pub fn buf(&self, i: u32, len: usize) -> &[u8] {
-        let (c, start) = self.at(i);
-        &self.chunks[c][start..start + len.min(self.mtu)]
-    }
-
-    pub fn buf_mut(&mut self, i: u32) -> &mut [u8] {
-        let (c, start) = self.at(i);
-        &mut self.chunks[c][start..start + self.mtu]
-    }
-
-    /// A new slot holding a copy of the first `len` bytes of slot `from`.
-    pub fn copy(&mut self, from: u32, len: usize) -> u32 {
-        let to = self.alloc();
-        let len = len.min(self.mtu);
-        let ((fc, fs), (tc, ts)) = (self.at(from), self.at(to));
-        if fc == tc {
-            self.chunks[fc].copy_within(fs..fs + len, ts);
-        } else {
-            let (a, b) = self.chunks.split_at_mut(fc.max(tc));
-            let (src, dst) = if fc < tc {
-                (&a[fc][fs..fs + len], &mut b[0][ts..ts + len])
-            } else {
-                (&b[0][fs..fs + len], &mut a[tc][ts..ts + len])
-            };
-            dst.copy_from_slice(src);
-        }
-        to
-    }
-
-    /// Packets allocated and not freed.
-    pub fn in_use(&self) -> usize {
-        self.slots as usize - self.free.len()
-    }
 }
 
 /// Something that wakes up at a time.

@@ -520,7 +520,7 @@ impl<H: Host> Network<H> {
             Some(&next) => self.enqueue(next, pkt),
             None => {
                 let (to, path) = (route.to.0, route.path);
-                let data = self.slab.buf(pkt.slot, usize::from(pkt.len));
+                let data = self.slab.datagram(pkt.slot, usize::from(pkt.len));
                 self.hosts[to].host.handle_datagram(now, path, data, pkt.ce);
                 self.slab.free(pkt.slot);
                 self.service(to);
@@ -532,18 +532,16 @@ impl<H: Host> Network<H> {
     fn service(&mut self, host: usize) {
         let now = self.now;
         loop {
-            let slot = self.slab.alloc();
             let h = &mut self.hosts[host];
-            let Some(t) = h.host.poll_transmit(now, self.slab.buf_mut(slot)) else {
-                self.slab.free(slot);
+            let Some(t) = h.host.poll_transmit(now, self.slab.tx()) else {
                 break;
             };
             let route = h.routes.get(usize::from(t.path)).copied().flatten();
             let Some(route) = route.filter(|_| t.len > 0 && t.len <= self.slab.slot_len()) else {
                 self.unrouted += 1;
-                self.slab.free(slot);
                 continue;
             };
+            let slot = self.slab.store(t.len);
             let pkt = Pkt {
                 slot,
                 len: t.len as u16,

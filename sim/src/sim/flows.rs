@@ -709,12 +709,11 @@ impl Simulator {
         let now = self.now;
         let hi = host as usize;
         loop {
-            let slot = self.slab.alloc();
             let ep = &mut self.hosts[hi].ep;
-            let Some(t) = ep.poll_transmit(now, self.slab.buf_mut(slot)) else {
-                self.slab.free(slot);
+            let Some(t) = ep.poll_transmit(now, self.slab.tx()) else {
                 break;
             };
+            let slot = self.slab.store(t.len);
             let mut sent = None;
             while let Some(e) = ep.poll_tap() {
                 if let TapEvent::DataSent {
@@ -893,7 +892,7 @@ impl Simulator {
                 ce: m.ce,
             });
         }
-        let bytes = self.slab.buf(m.slot, usize::from(m.len));
+        let bytes = self.slab.datagram(m.slot, usize::from(m.len));
         self.hosts[hi].ep.handle_datagram(now, m.path, bytes, m.ce);
         let mut thrown_away = false;
         // What the receiving endpoint reports: NIC-level OOD and RBO just before

@@ -189,8 +189,7 @@ impl Simulator {
                 allowed: "1 to mtu bytes",
             });
         }
-        let slot = self.slab.alloc();
-        self.slab.buf_mut(slot)[..datagram.len()].copy_from_slice(datagram);
+        let slot = self.slab.store_bytes(datagram);
         let m = Meta {
             slot,
             len: datagram.len() as u16,

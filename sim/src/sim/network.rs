@@ -174,10 +174,8 @@ impl Simulator {
         let len = u64::from(m.len);
         let sw = &self.cfg.switch;
         let port = &self.ports[out as usize];
-        let nak = || {
-            let b = self.slab.buf(m.slot, usize::from(m.len));
-            b.get(1) == Some(&(rondo_proto::wire::PacketType::Nak as u8))
-        };
+        let nak =
+            || m.len > 1 && self.slab.byte(m.slot, 1) == rondo_proto::wire::PacketType::Nak as u8;
         let drop = if sw.loss > 0.0 && self.loss_rng.chance(sw.loss) {
             Some(&mut self.counters.drop_random)
         } else if sw.drop_naks && class == CONTROL && nak() {
