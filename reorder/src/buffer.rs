@@ -180,13 +180,14 @@ impl<M: Copy> Flow<M> {
     }
 }
 
-/// Hashes flow ids for the buffer's flow table: ids are small integers handed out
-/// in sequence, and every packet looks its flow up several times, so a
-/// multiplicative hash (Fibonacci hashing) replaces the default SipHash, which
-/// took 3-6% of a receiver's CPU in `rondo perf`. Flow ids are the buffer's own,
-/// not chosen by a peer, so flooding a bucket is not a concern.
+/// Hashes flow ids for the buffer's flow table (and an endpoint's): every packet
+/// looks its flow up several times, so a multiplicative hash (Fibonacci hashing,
+/// its high half folded into the low one, which picks the bucket) replaces the
+/// default SipHash, which took 3-6% of a receiver's CPU in `rondo perf`. The
+/// table's keys are the host's own, never chosen by a peer (a forged id is only
+/// looked up), so flooding a bucket is not a concern.
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct FlowIdHash;
+pub struct FlowIdHash;
 
 impl std::hash::BuildHasher for FlowIdHash {
     type Hasher = FlowIdHasher;
@@ -197,11 +198,11 @@ impl std::hash::BuildHasher for FlowIdHash {
 
 /// The hasher of [`FlowIdHash`].
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct FlowIdHasher(u64);
+pub struct FlowIdHasher(u64);
 
 impl std::hash::Hasher for FlowIdHasher {
     fn finish(&self) -> u64 {
-        self.0
+        self.0 ^ (self.0 >> 32)
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {

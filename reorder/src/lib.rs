@@ -43,7 +43,10 @@ pub mod psn;
 
 #[cfg(feature = "arena")]
 pub use arena::{huge_pages_available, Arena};
-pub use buffer::{Arrival, BufferConfig, BufferStats, FlowId, FlowStats, Outcome, ReorderBuffer};
+pub use buffer::{
+    Arrival, BufferConfig, BufferStats, FlowId, FlowIdHash, FlowIdHasher, FlowStats, Outcome,
+    ReorderBuffer,
+};
 pub use error::ReorderError;
 pub use memory::{HugePages, SlotMemory};
 pub use psn::Psn;

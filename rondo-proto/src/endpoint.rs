@@ -114,7 +114,8 @@ impl Slot {
 pub struct Endpoint {
     buffer: SharedBuffer,
     conns: Vec<Slot>,
-    by_flow: HashMap<u32, usize>,
+    /// Local flow id to connection index.
+    by_flow: HashMap<u32, usize, reorder::FlowIdHash>,
     next_poll: usize,
     stats: EndpointStats,
     schedule: Schedule,
@@ -149,7 +150,7 @@ impl Endpoint {
         Endpoint {
             buffer,
             conns: Vec::new(),
-            by_flow: HashMap::new(),
+            by_flow: HashMap::default(),
             next_poll: 0,
             stats: EndpointStats::default(),
             schedule: Schedule::default(),

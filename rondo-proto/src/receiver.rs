@@ -284,10 +284,11 @@ impl Receiver {
     /// The flow's OOD held outside the shared reorder buffer: the highest PSN
     /// placed directly less the expected one (0 without direct placement).
     pub(crate) fn direct_ood(&self, rb: &SharedBuffer) -> u64 {
-        let expected = rb.expected(self.flow).unwrap_or(Psn::ZERO);
-        self.direct
-            .highest()
-            .map_or(0, |h| h.diff(expected).max(0) as u64)
+        // Most flows place nothing directly: no look-up in the buffer for them.
+        self.direct.highest().map_or(0, |h| {
+            let expected = rb.expected(self.flow).unwrap_or(Psn::ZERO);
+            h.diff(expected).max(0) as u64
+        })
     }
 
     /// An out-of-order arrival under [`ReceiverPolicy::SelectiveNak`]: placed
