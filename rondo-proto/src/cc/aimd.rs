@@ -79,31 +79,9 @@ impl CongestionControl for Aimd {
         super::any_open_on_paths_up(self.open(paths), paths)
     }
 
-    fn paced(&self) -> bool {
-        false
-    }
-
-    fn pacing_rate(&self, _paths: &[PathState]) -> f64 {
-        0.0
-    }
-
-    fn probing(&self, _now: Instant) -> bool {
-        false
-    }
-
-    fn probing_until(&self) -> Option<Instant> {
-        None
-    }
-
-    fn path_rate(&self, _path: usize) -> f64 {
-        0.0
-    }
-
     fn window(&self, _path: usize) -> f64 {
         self.window
     }
-
-    fn on_sent(&mut self, _now: Instant, _path: usize) {}
 
     fn on_ack(&mut self, _now: Instant, ack: &AckSample, _paths: &[PathState]) {
         if ack.probe {

@@ -242,18 +242,6 @@ impl CongestionControl for Dcqcn {
         self.rate
     }
 
-    fn probing(&self, _now: Instant) -> bool {
-        false
-    }
-
-    fn probing_until(&self) -> Option<Instant> {
-        None
-    }
-
-    fn path_rate(&self, _path: usize) -> f64 {
-        0.0
-    }
-
     fn window(&self, _path: usize) -> f64 {
         self.rate
     }

@@ -77,12 +77,21 @@ pub trait CongestionControl {
     fn open_windows(&self, paths: &[PathState], open: &mut [f64]);
     /// Whether any path may send now.
     fn any_open(&self, paths: &[PathState]) -> bool;
-    /// Whether the flow is paced at [`CongestionControl::pacing_rate`].
-    fn paced(&self) -> bool;
-    /// Flow pacing rate, packets per microsecond (0: no rate known yet).
-    fn pacing_rate(&self, paths: &[PathState]) -> f64;
-    /// Whether capacity probes fill the line now when the windows block data.
-    fn probing(&self, now: Instant) -> bool;
+    /// Whether the flow is paced at [`CongestionControl::pacing_rate`] (default:
+    /// not paced, window-limited only).
+    fn paced(&self) -> bool {
+        false
+    }
+    /// Flow pacing rate, packets per microsecond (0: no rate known yet; the
+    /// default, for a controller that does not pace).
+    fn pacing_rate(&self, _paths: &[PathState]) -> f64 {
+        0.0
+    }
+    /// Whether capacity probes fill the line now when the windows block data
+    /// (default: a controller that never probes).
+    fn probing(&self, _now: Instant) -> bool {
+        false
+    }
     /// Whether the transport has Rondo's low-priority probe class (paper §4.2:
     /// probes served after data, dropped early), so that a path out of rotation
     /// can ask for spare capacity while others carry the flow. A transport
@@ -94,15 +103,19 @@ pub trait CongestionControl {
     }
     /// End of the current probing phase, if one runs or waits for its first ACK
     /// (`Instant::MAX`).
-    fn probing_until(&self) -> Option<Instant>;
+    fn probing_until(&self) -> Option<Instant> {
+        None
+    }
     /// Measured data transmission rate of a path, packets per microsecond (0 when
-    /// the controller does not measure one).
-    fn path_rate(&self, path: usize) -> f64;
+    /// the controller does not measure one, the default).
+    fn path_rate(&self, _path: usize) -> f64 {
+        0.0
+    }
     /// The window of a path in packets, for reports (a per-flow window for
     /// controllers that keep one).
     fn window(&self, path: usize) -> f64;
-    /// A data packet was sent on `path`.
-    fn on_sent(&mut self, now: Instant, path: usize);
+    /// A data packet was sent on `path` (default: nothing to count).
+    fn on_sent(&mut self, _now: Instant, _path: usize) {}
     /// An ACK arrived (data or probe); `paths` already holds its samples.
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]);
     /// A NAK arrived for a packet sent on `path`.

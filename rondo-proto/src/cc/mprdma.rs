@@ -129,26 +129,6 @@ impl CongestionControl for Mprdma {
                 .any(|(p, s)| s.status == PathStatus::Up && (unclocked || self.credits[p] > 0.0))
     }
 
-    fn paced(&self) -> bool {
-        false
-    }
-
-    fn pacing_rate(&self, _paths: &[PathState]) -> f64 {
-        0.0
-    }
-
-    fn probing(&self, _now: Instant) -> bool {
-        false
-    }
-
-    fn probing_until(&self) -> Option<Instant> {
-        None
-    }
-
-    fn path_rate(&self, _path: usize) -> f64 {
-        0.0
-    }
-
     fn window(&self, _path: usize) -> f64 {
         self.cwnd
     }

@@ -231,26 +231,6 @@ impl CongestionControl for Swift {
                 .any(|(p, s)| self.path_open(p, s) > 0.0)
     }
 
-    fn paced(&self) -> bool {
-        false
-    }
-
-    fn pacing_rate(&self, _paths: &[PathState]) -> f64 {
-        0.0
-    }
-
-    fn probing(&self, _now: Instant) -> bool {
-        false
-    }
-
-    fn probing_until(&self) -> Option<Instant> {
-        None
-    }
-
-    fn path_rate(&self, _path: usize) -> f64 {
-        0.0
-    }
-
     fn window(&self, path: usize) -> f64 {
         self.paths[path].cwnd
     }

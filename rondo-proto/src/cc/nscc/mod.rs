@@ -310,31 +310,9 @@ impl CongestionControl for Nscc {
         super::any_open_on_paths_up(flow, paths)
     }
 
-    fn paced(&self) -> bool {
-        false
-    }
-
-    fn pacing_rate(&self, _paths: &[PathState]) -> f64 {
-        0.0
-    }
-
-    fn probing(&self, _now: Instant) -> bool {
-        false
-    }
-
-    fn probing_until(&self) -> Option<Instant> {
-        None
-    }
-
-    fn path_rate(&self, _path: usize) -> f64 {
-        0.0
-    }
-
     fn window(&self, _path: usize) -> f64 {
         self.cwnd
     }
-
-    fn on_sent(&mut self, _now: Instant, _path: usize) {}
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
         if ack.probe {
