@@ -170,31 +170,20 @@ impl Slab {
         slot
     }
 
-    /// The bytes slot `i` keeps (the datagram's, up to its last non-zero one).
-    fn kept(&self, i: u32) -> &[u8] {
-        let h = self.held[i as usize];
-        let bytes = match h.large {
-            NO_LARGE => self.small.get(i),
-            l => self.large.get(l),
-        };
-        &bytes[..usize::from(h.kept)]
-    }
-
     /// Byte `at` of the datagram in slot `i` (zero past what it keeps).
     pub fn byte(&self, i: u32, at: usize) -> u8 {
-        self.kept(i).get(at).copied().unwrap_or(0)
+        kept(&self.small, &self.large, &self.held, i)
+            .get(at)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The datagram of `len` bytes in slot `i`, whole.
     pub fn datagram(&mut self, i: u32, len: usize) -> &[u8] {
         let len = len.min(self.mtu);
-        let h = self.held[i as usize];
-        let kept = usize::from(h.kept).min(len);
+        let src = kept(&self.small, &self.large, &self.held, i);
+        let kept = src.len().min(len);
         self.rx[..self.rx_dirty].fill(0);
-        let src = match h.large {
-            NO_LARGE => self.small.get(i),
-            l => self.large.get(l),
-        };
         self.rx[..kept].copy_from_slice(&src[..kept]);
         self.rx_dirty = kept;
         &self.rx[..len]
@@ -222,13 +211,9 @@ impl Slab {
     /// A new slot holding a copy of the first `len` bytes of slot `from`'s
     /// datagram, untagged.
     pub fn copy(&mut self, from: u32, len: usize) -> u32 {
-        let kept = usize::from(self.held[from as usize].kept).min(len);
-        let (tx, src) = (&mut self.tx, &self.held[from as usize]);
-        let bytes = match src.large {
-            NO_LARGE => self.small.get(from),
-            l => self.large.get(l),
-        };
-        tx[..kept].copy_from_slice(&bytes[..kept]);
+        let src = kept(&self.small, &self.large, &self.held, from);
+        let kept = src.len().min(len);
+        self.tx[..kept].copy_from_slice(&src[..kept]);
         self.store(kept)
     }
 
@@ -236,6 +221,17 @@ impl Slab {
     pub fn in_use(&self) -> usize {
         self.small.in_use()
     }
+}
+
+/// The bytes slot `i` keeps (the datagram's, up to its last non-zero one), from
+/// the slab's parts, so that a caller can write another part meanwhile.
+fn kept<'a>(small: &'a Slots, large: &'a Slots, held: &[Held], i: u32) -> &'a [u8] {
+    let h = held[i as usize];
+    let bytes = match h.large {
+        NO_LARGE => small.get(i),
+        l => large.get(l),
+    };
+    &bytes[..usize::from(h.kept)]
 }
 
 /// The length of `b` without its trailing zeros, word by word.
@@ -264,13 +260,8 @@ mod tests {
     fn datagrams_come_back_whole() {
         let mtu = 1500;
         let mut slab = Slab::new(mtu);
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut rng = rondo_proto::rng::Rng::new(7);
+        let mut next = move |m: u64| rng.gen_range(0..m);
         let mut live: Vec<(u32, Vec<u8>)> = Vec::new();
         for step in 0..5_000 {
             let len = 1 + next(mtu as u64) as usize;
