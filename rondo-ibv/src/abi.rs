@@ -398,6 +398,15 @@ pub struct ibv_gid_entry {
     pub ndev_ifindex: u32,
 }
 
+/// `struct ibv_async_event`: `element` is the union of a CQ, QP, SRQ or WQ
+/// pointer and a port number (which one, `event_type` says).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ibv_async_event {
+    pub element: usize,
+    pub event_type: u32,
+}
+
 // Enum values.
 pub const IBV_NODE_CA: c_int = 1;
 pub const IBV_TRANSPORT_IB: c_int = 0;
@@ -408,6 +417,7 @@ pub const IBV_QPS_RTR: u32 = 2;
 pub const IBV_QPS_RTS: u32 = 3;
 pub const IBV_QPS_ERR: u32 = 6;
 pub const IBV_QP_STATE: c_int = 1;
+pub const IBV_QP_PORT: c_int = 1 << 5;
 pub const IBV_QP_AV: c_int = 1 << 7;
 pub const IBV_QP_TIMEOUT: c_int = 1 << 9;
 pub const IBV_QP_RETRY_CNT: c_int = 1 << 10;
@@ -421,7 +431,12 @@ pub const IBV_WR_SEND: u32 = 2;
 pub const IBV_WR_SEND_WITH_IMM: u32 = 3;
 pub const IBV_WR_RDMA_READ: u32 = 4;
 pub const IBV_SEND_SIGNALED: u32 = 2;
+pub const IBV_SEND_SOLICITED: u32 = 4;
 pub const IBV_SEND_INLINE: u32 = 8;
+/// `IBV_EVENT_CQ_ERR` (`enum ibv_event_type`).
+pub const IBV_EVENT_CQ_ERR: u32 = 0;
+/// `IBV_EVENT_QP_FATAL`.
+pub const IBV_EVENT_QP_FATAL: u32 = 1;
 pub const IBV_WC_WITH_IMM: u32 = 2;
 pub const IBV_WC_SEND: u32 = 0;
 pub const IBV_WC_RDMA_WRITE: u32 = 1;
@@ -503,6 +518,7 @@ layout! {
     ibv_device_attr { size 232, node_guid @ 64, max_mr_size @ 80, vendor_id @ 96, vendor_part_id @ 100, max_qp @ 108, max_qp_wr @ 112, max_sge @ 120, max_cqe @ 132, max_qp_rd_atom @ 144, max_qp_init_rd_atom @ 156, atomic_cap @ 164, max_srq @ 212, max_pkeys @ 224, phys_port_cnt @ 227 }
     ibv_port_attr { size 52, state @ 0, max_mtu @ 4, active_mtu @ 8, gid_tbl_len @ 12, port_cap_flags @ 16, max_msg_sz @ 20, pkey_tbl_len @ 32, lid @ 34, sm_lid @ 36, lmc @ 38, max_vl_num @ 39, active_width @ 43, active_speed @ 44, phys_state @ 45, link_layer @ 46, flags @ 47, port_cap_flags2 @ 48 }
     ibv_gid_entry { size 32, gid @ 0, gid_index @ 16, port_num @ 20, gid_type @ 24, ndev_ifindex @ 28 }
+    ibv_async_event { size 16, element @ 0, event_type @ 8 }
 }
 
 /// The slot offsets the inline functions of `verbs.h` use, as `tests/c/layout.c`

@@ -2,11 +2,12 @@
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
-//! | `RONDO_IBV_IP` | IPv4 address of `rondo0` (its GID is `::ffff:<ip>`) | the first non-loopback IPv4 address, else 127.0.0.1 |
-//! | `RONDO_IBV_PATHS` | paths each QP sprays over (one UDP socket each); both ends the same | 4 |
-//! | `RONDO_IBV_MTU` | datagram size in bytes (engine and verbs headers included: 4196 carries 4096 bytes of data, as a RoCE packet at MTU 4096, and `rondo perf`'s default); both ends the same | 4196 |
-//! | `RONDO_IBV_PEER` | peer address for programs that exchange no GID (`ibv_rc_pingpong` without `-g`, qperf) | the local address |
-//! | `RONDO_IBV_VENDOR` | `mlx5`: report a ConnectX-6 so perftest takes its `ibv_wr_*`/inline path | none |
+//! | `RONDO_IBV_IP` | IPv4 address of `rondo0` (its GID is `::ffff:<ip>`); the address a `rondo_<dev>`'s set-up listener binds | the first non-loopback IPv4 address, else 127.0.0.1; `rondo_<dev>`: every address |
+//! | `RONDO_IBV_PATHS` | paths each QP sprays over (one UDP socket, or one address handle, each); both ends the same | 4 |
+//! | `RONDO_IBV_MTU` | datagram size in bytes (engine and verbs headers included: 4196 carries 4096 bytes of data, as a RoCE packet at MTU 4096, and `rondo perf`'s default); `rondo_<dev>`: at most the port's active MTU; both ends the same | 4196; `rondo_<dev>`: the port's active MTU |
+//! | `RONDO_IBV_PEER` | peer address for programs that exchange no GID (`ibv_rc_pingpong` without `-g`, qperf) or a GID without an IPv4 address in it | the local address |
+//! | `RONDO_IBV_VENDOR` | `mlx5`: report a ConnectX-6 so perftest takes its `ibv_wr_*`/inline path; `rondo`: vendor 0 | `rondo0`: vendor 0; `rondo_<dev>`: the device's |
+//! | `RONDO_IBV_PORT`, `RONDO_IBV_GID_INDEX` | `rondo_<dev>`: the port and GID index its UD queue pair uses | the first active port; its first RoCE v2 GID with an IPv4 address, else RoCE v2, else IB |
 //! | `RONDO_IBV_LOSS`, `RONDO_IBV_REORDER` | fault injection on arrival: probability of a drop, of a reordering | 0 |
 //! | `RONDO_IBV_SEED` | seed of the fault injection | 1 |
 //! | `RONDO_IBV_DEBUG` | `1`: log every object and connection set-up to stderr | off |
@@ -29,7 +30,8 @@ pub enum ConfigError {
     },
 }
 
-/// The vendor `rondo0` reports in `ibv_query_device`.
+/// The vendor a device of ours reports in `ibv_query_device` when
+/// `RONDO_IBV_VENDOR` names one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Vendor {
@@ -44,14 +46,22 @@ pub enum Vendor {
 pub struct Config {
     /// Address of `rondo0`'s sockets and listener.
     pub ip: Ipv4Addr,
+    /// `ip` was given (`RONDO_IBV_IP`), not guessed.
+    pub ip_given: bool,
     /// Paths per QP.
     pub paths: u16,
     /// Datagram size.
     pub mtu: usize,
+    /// `mtu` was given (`RONDO_IBV_MTU`).
+    pub mtu_given: bool,
     /// Peer address when the application gives no GID.
     pub peer: Ipv4Addr,
-    /// Reported vendor.
-    pub vendor: Vendor,
+    /// Reported vendor, when not the device's own.
+    pub vendor: Option<Vendor>,
+    /// `rondo_<dev>`: the port of its UD queue pair (`None`: the first active one).
+    pub port: Option<u8>,
+    /// `rondo_<dev>`: the GID index of its UD queue pair (`None`: the best one).
+    pub gid_index: Option<u8>,
     /// Injected loss probability.
     pub loss: f64,
     /// Injected reordering probability.
@@ -91,6 +101,7 @@ impl Config {
     /// The configuration from the variables `get` gives (the environment's, in
     /// [`Config::from_env`]).
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let ip_given = get("RONDO_IBV_IP").is_some();
         let ip = match get("RONDO_IBV_IP") {
             Some(v) => v.trim().parse().map_err(|_| ConfigError::Bad {
                 name: "RONDO_IBV_IP",
@@ -102,6 +113,7 @@ impl Config {
         let paths = parse(&get, "RONDO_IBV_PATHS", 4u16, "give 1 to 64 paths", |p| {
             (1..=64).contains(p)
         })?;
+        let mtu_given = get("RONDO_IBV_MTU").is_some();
         let mtu = parse(
             &get,
             "RONDO_IBV_MTU",
@@ -117,8 +129,9 @@ impl Config {
             |_| true,
         )?;
         let vendor = match get("RONDO_IBV_VENDOR").as_deref().map(str::trim) {
-            None | Some("") | Some("rondo") => Vendor::Rondo,
-            Some("mlx5") => Vendor::Mlx5,
+            None | Some("") => None,
+            Some("rondo") => Some(Vendor::Rondo),
+            Some("mlx5") => Some(Vendor::Mlx5),
             Some(v) => {
                 return Err(ConfigError::Bad {
                     name: "RONDO_IBV_VENDOR",
@@ -149,13 +162,31 @@ impl Config {
             "give an unsigned integer",
             |_| true,
         )?;
+        let port = parse(
+            &get,
+            "RONDO_IBV_PORT",
+            0u8,
+            "give a port number, from 1",
+            |p| *p >= 1,
+        )?;
+        let gid_index = parse(
+            &get,
+            "RONDO_IBV_GID_INDEX",
+            0u8,
+            "give a GID index of 0 to 255",
+            |_| true,
+        )?;
         let debug = get("RONDO_IBV_DEBUG").is_some_and(|v| !v.is_empty() && v != "0");
         Ok(Config {
             ip,
+            ip_given,
             paths,
             mtu,
+            mtu_given,
             peer,
             vendor,
+            port: get("RONDO_IBV_PORT").map(|_| port),
+            gid_index: get("RONDO_IBV_GID_INDEX").map(|_| gid_index),
             loss,
             reorder,
             seed,
@@ -207,9 +238,10 @@ mod tests {
     fn defaults_and_overrides_parse_and_bad_values_are_named() {
         let c = Config::from_vars(vars(&[("RONDO_IBV_IP", "127.0.0.1")])).unwrap();
         assert_eq!(
-            (c.paths, c.mtu, c.peer, c.vendor),
-            (4, 4196, Ipv4Addr::LOCALHOST, Vendor::Rondo)
+            (c.paths, c.mtu, c.peer, c.vendor, c.port, c.gid_index),
+            (4, 4196, Ipv4Addr::LOCALHOST, None, None, None)
         );
+        assert_eq!((c.ip_given, c.mtu_given), (true, false));
         let c = Config::from_vars(vars(&[
             ("RONDO_IBV_IP", "10.0.0.1"),
             ("RONDO_IBV_PEER", "10.0.0.2"),
@@ -218,12 +250,15 @@ mod tests {
             ("RONDO_IBV_VENDOR", "mlx5"),
             ("RONDO_IBV_LOSS", "0.01"),
             ("RONDO_IBV_DEBUG", "1"),
+            ("RONDO_IBV_PORT", "2"),
+            ("RONDO_IBV_GID_INDEX", "3"),
         ]))
         .unwrap();
         assert_eq!(
             (c.paths, c.mtu, c.vendor, c.loss, c.debug),
-            (8, 4096, Vendor::Mlx5, 0.01, true)
+            (8, 4096, Some(Vendor::Mlx5), 0.01, true)
         );
+        assert_eq!((c.port, c.gid_index, c.mtu_given), (Some(2), Some(3), true));
         assert_eq!(c.peer, Ipv4Addr::new(10, 0, 0, 2));
         for (k, v) in [
             ("RONDO_IBV_PATHS", "0"),
@@ -231,6 +266,8 @@ mod tests {
             ("RONDO_IBV_IP", "::1"),
             ("RONDO_IBV_VENDOR", "bnxt"),
             ("RONDO_IBV_LOSS", "1.5"),
+            ("RONDO_IBV_PORT", "0"),
+            ("RONDO_IBV_GID_INDEX", "256"),
         ] {
             let e = Config::from_vars(vars(&[(k, v)])).unwrap_err();
             assert!(e.to_string().starts_with(&format!("{k}={v}: ")), "{e}");

@@ -5,24 +5,25 @@
 use crate::abi::*;
 use crate::config::{Config, Vendor};
 use crate::connect::{Link, Listener};
+use crate::devices::{Device, Over};
 use libc::{c_int, c_void};
 use rondo_verbs::{
-    CompletionQueue, Context, ContextAttr, MemoryRegion, ProtectionDomain, QueuePair, SendWr, Sge,
-    UdpAttr, UdpConfig,
+    CompletionQueue, Context, ContextAttr, MemoryRegion, ProtectionDomain, QpInitAttr, QueuePair,
+    SendWr, Sge, UdpAttr, UdpConfig,
 };
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-/// Name of the UDP device.
-pub const DEVICE_NAME: &str = "rondo0";
 /// Largest inline payload of a send work request.
 pub const MAX_INLINE: u32 = 4096;
 /// Send queue depth limit reported in `max_qp_wr`.
 pub const MAX_QP_WR: u32 = 32_768;
 /// Outstanding READs per QP reported in `max_qp_rd_atom`.
 pub const MAX_RD_ATOM: i32 = 16;
+/// Largest message reported in `max_msg_sz`.
+pub const MAX_MSG: u32 = 1 << 31;
 
 /// Locks, taking over a poisoned lock (a panic was already reported as an error).
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -33,8 +34,6 @@ pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct Global {
     /// The configuration, or why the environment was refused.
     pub config: Result<Config, String>,
-    /// `rondo0`'s `ibv_device`, never freed.
-    pub device: usize,
     /// Device lists we handed out: ours -> (the real one, our length).
     pub lists: Mutex<HashMap<usize, (usize, usize)>>,
 }
@@ -42,39 +41,10 @@ pub struct Global {
 /// The process-wide state, made on first use.
 pub fn global() -> &'static Global {
     static G: OnceLock<Global> = OnceLock::new();
-    G.get_or_init(|| {
-        let config = Config::from_env().map_err(|e| e.to_string());
-        let dev = Box::new(new_device(DEVICE_NAME));
-        Global {
-            config,
-            device: Box::into_raw(dev) as usize,
-            lists: Mutex::new(HashMap::new()),
-        }
+    G.get_or_init(|| Global {
+        config: Config::from_env().map_err(|e| e.to_string()),
+        lists: Mutex::new(HashMap::new()),
     })
-}
-
-fn fill(dst: &mut [libc::c_char], s: &str) {
-    let n = dst.len() - 1;
-    for (d, b) in dst.iter_mut().zip(s.bytes().take(n)) {
-        *d = b as libc::c_char;
-    }
-}
-
-fn new_device(name: &str) -> ibv_device {
-    let mut d = ibv_device {
-        _ops: [0; 2],
-        node_type: IBV_NODE_CA,
-        transport_type: IBV_TRANSPORT_IB,
-        name: [0; SYSFS_NAME_MAX],
-        dev_name: [0; SYSFS_NAME_MAX],
-        dev_path: [0; SYSFS_PATH_MAX],
-        ibdev_path: [0; SYSFS_PATH_MAX],
-    };
-    fill(&mut d.name, name);
-    fill(&mut d.dev_name, &format!("uverbs-{name}"));
-    fill(&mut d.dev_path, &format!("/nonexistent/rondo-ibv/{name}"));
-    fill(&mut d.ibdev_path, &format!("/nonexistent/rondo-ibv/{name}"));
-    d
 }
 
 /// Writes a line to stderr when `RONDO_IBV_DEBUG` is set.
@@ -92,80 +62,157 @@ pub fn refuse(what: &str) {
     eprintln!("rondo-ibv: {what}");
 }
 
+/// What a context of ours runs over.
+pub enum Via {
+    /// `rondo0`: kernel UDP sockets.
+    Udp,
+    /// `rondo_<dev>`: a real device's UD queue pairs.
+    #[cfg(feature = "verbs")]
+    Nic(crate::nic::Nic),
+}
+
+/// The C handles of a context's CQs and QPs, by the numbers async events name
+/// them with.
+#[derive(Default)]
+pub struct Handles {
+    /// CQ handle (`CompletionQueue::handle`) -> `*mut Cq`.
+    pub cqs: HashMap<u32, usize>,
+    /// QP number -> `*mut Qp`.
+    pub qps: HashMap<u32, usize>,
+}
+
 /// Our context: the `verbs_context` the application's `ibv_context` lives in.
 #[repr(C)]
 pub struct Ctx {
     /// The C part (the application holds `&vctx.context`).
     pub vctx: verbs_context,
-    /// The Rondo context.
-    pub ctx: Context,
+    /// The Rondo context, once opened ([`Ctx::rondo`]).
+    rondo: OnceLock<Context>,
+    /// Held while the Rondo context is being opened.
+    opening: Mutex<()>,
     /// The configuration it was opened with.
     pub cfg: Config,
+    /// What it runs over.
+    pub via: Via,
     /// The QPs the listener connects, by QP number.
     pub qps: Arc<Mutex<HashMap<u32, Arc<Link>>>>,
+    /// The C handles async events name.
+    pub handles: Mutex<Handles>,
     /// The set-up listener (its port is the LID).
     pub listener: Listener,
 }
 
 impl Ctx {
-    /// Opens `rondo0`.
+    /// Opens `dev`: `rondo0`'s Rondo context at once; a `rondo_<dev>`'s real
+    /// device (for its attributes), its Rondo context over the device's UD QPs on
+    /// first use ([`Ctx::rondo`]), so that listing and querying (`ibv_devinfo`)
+    /// sets up no queue pair.
     pub fn open(
         cfg: &Config,
+        dev: &'static Device,
         ops: [usize; ops::COUNT],
         slots: [usize; vctx::COUNT],
     ) -> Result<Box<Ctx>, String> {
-        let attr = ContextAttr {
-            max_mtu: cfg.mtu,
-            ..ContextAttr::default()
+        let (via, at) = match &dev.over {
+            Over::Udp => (Via::Udp, cfg.ip),
+            #[cfg(feature = "verbs")]
+            Over::Nic(real) => {
+                // The peer connects to the address in the GID it was given, whichever
+                // of the device's that is.
+                let at = if cfg.ip_given {
+                    cfg.ip
+                } else {
+                    Ipv4Addr::UNSPECIFIED
+                };
+                (Via::Nic(crate::nic::Nic::open(real)?), at)
+            }
+            #[cfg(not(feature = "verbs"))]
+            Over::Nic(real) => {
+                return Err(format!(
+                    "rondo_{real} needs a build with the `verbs` feature"
+                ))
+            }
         };
-        let udp = UdpAttr {
-            udp: UdpConfig {
-                local_ip: cfg.ip.into(),
-                base_port: 0,
-                paths: cfg.paths,
-                max_datagram: UdpConfig::default().max_datagram.max(cfg.mtu),
-                ..UdpConfig::default()
-            },
-            loss: cfg.loss,
-            reorder: cfg.reorder,
-            fault_seed: cfg.seed,
-            ..UdpAttr::default()
-        };
+        let qps: Arc<Mutex<HashMap<u32, Arc<Link>>>> = Arc::default();
         // Our threads (the progress thread, the set-up listener) block every signal,
         // so that the application's (qperf's run timer, Ctrl-C) reach its own
         // threads and interrupt their blocking calls as without the drop-in.
-        let (ctx, qps, listener) = with_signals_blocked(|| {
-            let ctx = Context::open_udp(attr, udp)
-                .map_err(|e| format!("opening the UDP context: {e}"))?;
-            let qps: Arc<Mutex<HashMap<u32, Arc<Link>>>> = Arc::default();
-            let listener = Listener::start(cfg.ip, qps.clone())
-                .map_err(|e| format!("set-up listener on {}: {e}", cfg.ip))?;
-            Ok::<_, String>((ctx, qps, listener))
-        })?;
-        // SAFETY: an all-zero pthread mutex is not guaranteed valid: initialised below.
+        let listener = with_signals_blocked(|| Listener::start(at, qps.clone()))
+            .map_err(|e| format!("set-up listener on {at}: {e}"))?;
+        // Async events count on an eventfd, one per event, as the real async_fd.
+        // SAFETY: creating an fd.
+        let async_fd = unsafe { libc::eventfd(0, libc::EFD_SEMAPHORE | libc::EFD_CLOEXEC) };
+        if async_fd < 0 {
+            return Err(format!(
+                "creating the async event fd: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
         let mut c = Box::new(Ctx {
             vctx: verbs_context {
                 slots,
                 context: ibv_context {
-                    device: global().device as *mut ibv_device,
+                    device: dev.handle(),
                     ops,
                     cmd_fd: -1,
-                    async_fd: -1,
+                    async_fd,
                     num_comp_vectors: 1,
                     // SAFETY: plain bytes, initialised with pthread_mutex_init below.
                     mutex: unsafe { core::mem::zeroed() },
                     abi_compat: VERBS_ABI_IS_EXTENDED,
                 },
             },
-            ctx,
+            rondo: OnceLock::new(),
+            opening: Mutex::new(()),
             cfg: cfg.clone(),
+            via,
             qps,
+            handles: Mutex::default(),
             listener,
         });
         c.vctx.slots[vctx::SZ] = core::mem::size_of::<verbs_context>();
         // SAFETY: initialising a mutex we own.
         unsafe { libc::pthread_mutex_init(&mut c.vctx.context.mutex, std::ptr::null()) };
+        if matches!(c.via, Via::Udp) {
+            c.rondo()?;
+        }
         Ok(c)
+    }
+
+    /// The Rondo context, opened on first use.
+    pub fn rondo(&self) -> Result<&Context, String> {
+        if let Some(r) = self.rondo.get() {
+            return Ok(r);
+        }
+        let _one = lock(&self.opening);
+        if let Some(r) = self.rondo.get() {
+            return Ok(r);
+        }
+        let ctx = with_signals_blocked(|| match &self.via {
+            Via::Udp => open_udp(&self.cfg),
+            #[cfg(feature = "verbs")]
+            Via::Nic(n) => n.open_rondo(&self.cfg),
+        })?;
+        let async_fd = self.vctx.context.async_fd;
+        ctx.set_async_notify(Arc::new(move || {
+            let one: u64 = 1;
+            // SAFETY: writing 8 bytes from a local to the eventfd, which is closed
+            // only after this hook is replaced (`Drop for Ctx`).
+            unsafe { libc::write(async_fd, (&one as *const u64).cast(), 8) };
+        }));
+        debug!(
+            "{}: Rondo context open, {} paths, MTU {}, LID {}",
+            self.name(),
+            self.cfg.paths,
+            self.qp_attr().mtu,
+            self.lid()
+        );
+        Ok(self.rondo.get_or_init(|| ctx))
+    }
+
+    /// The Rondo context if it is open.
+    pub fn rondo_if_open(&self) -> Option<&Context> {
+        self.rondo.get()
     }
 
     /// The application's handle.
@@ -173,7 +220,7 @@ impl Ctx {
         &mut self.vctx.context
     }
 
-    /// The GID: `::ffff:<ip>`.
+    /// `rondo0`'s GID: `::ffff:<ip>`.
     pub fn gid(&self) -> [u8; 16] {
         let mut g = [0u8; 16];
         g[10] = 0xff;
@@ -182,22 +229,89 @@ impl Ctx {
         g
     }
 
-    /// The node GUID (from the IP and the listener port), big-endian bytes as u64.
-    pub fn guid(&self) -> u64 {
-        guid_of(self.cfg.ip)
-    }
-
     /// The LID: the listener's port.
     pub fn lid(&self) -> u16 {
         self.listener.port()
     }
 
-    /// `(vendor_id, vendor_part_id)` of the configured vendor.
-    pub fn vendor(&self) -> (u32, u32) {
-        match self.cfg.vendor {
-            Vendor::Rondo => (0, 0),
-            Vendor::Mlx5 => (0x02c9, 4123),
+    /// The real device's context under a `rondo_<dev>` (`None` for `rondo0`).
+    pub fn real(&self) -> Option<*mut ibv_context> {
+        match &self.via {
+            Via::Udp => None,
+            #[cfg(feature = "verbs")]
+            Via::Nic(n) => Some(n.real.0),
         }
+    }
+
+    /// The device's name.
+    pub fn name(&self) -> String {
+        crate::devices::ours(self.vctx.context.device).map_or_else(String::new, |d| d.name())
+    }
+
+    /// `(vendor_id, vendor_part_id)` of `RONDO_IBV_VENDOR`, else `own`.
+    pub fn vendor(&self, own: (u32, u32)) -> (u32, u32) {
+        match self.cfg.vendor {
+            None => own,
+            Some(Vendor::Rondo) => (0, 0),
+            Some(Vendor::Mlx5) => (0x02c9, 4123),
+        }
+    }
+
+    /// The attributes of a new QP (before its queue depths).
+    pub fn qp_attr(&self) -> QpInitAttr {
+        match &self.via {
+            Via::Udp => QpInitAttr {
+                mtu: self.cfg.mtu,
+                ..QpInitAttr::udp(self.cfg.paths)
+            },
+            #[cfg(feature = "verbs")]
+            Via::Nic(n) => QpInitAttr::verbs(self.cfg.paths, n.data().map_or(4096, |d| d.mtu)),
+        }
+    }
+
+    /// The QPs' path MTU (`enum ibv_mtu`): what their datagrams carry, rounded down.
+    pub fn path_mtu(&self) -> u32 {
+        let bytes = match &self.via {
+            Via::Udp => 4096,
+            #[cfg(feature = "verbs")]
+            Via::Nic(n) => n.data().map_or(4096, |d| d.mtu),
+        };
+        // IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5.
+        (1..=5u32).rev().find(|c| bytes >= 128 << c).unwrap_or(1)
+    }
+}
+
+/// Opens `rondo0`'s Rondo context over UDP.
+fn open_udp(cfg: &Config) -> Result<Context, String> {
+    let attr = ContextAttr {
+        max_mtu: cfg.mtu,
+        ..ContextAttr::default()
+    };
+    let udp = UdpAttr {
+        udp: UdpConfig {
+            local_ip: cfg.ip.into(),
+            base_port: 0,
+            paths: cfg.paths,
+            max_datagram: UdpConfig::default().max_datagram.max(cfg.mtu),
+            ..UdpConfig::default()
+        },
+        loss: cfg.loss,
+        reorder: cfg.reorder,
+        fault_seed: cfg.seed,
+        ..UdpAttr::default()
+    };
+    Context::open_udp(attr, udp).map_err(|e| format!("opening the UDP context: {e}"))
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        // The hook writes the fd: replaced first (it is not running once this
+        // returns), then the fd closes.
+        if let Some(r) = self.rondo.get() {
+            r.set_async_notify(Arc::new(|| {}));
+        }
+        // SAFETY: our eventfd, closed once.
+        unsafe { libc::close(self.vctx.context.async_fd) };
     }
 }
 
@@ -232,18 +346,10 @@ pub unsafe fn ctx_of<'a>(ctx: *mut ibv_context) -> Option<&'a mut Ctx> {
         return None;
     }
     // SAFETY: a live context (the caller's contract).
-    let dev = unsafe { (*ctx).device } as usize;
-    if dev != global().device {
-        return None;
-    }
+    crate::devices::ours(unsafe { (*ctx).device })?;
     let off = core::mem::offset_of!(verbs_context, context);
     // SAFETY: our contexts are the `context` member of a `Ctx` (at `off` from its start).
     Some(unsafe { &mut *((ctx as *mut u8).sub(off) as *mut Ctx) })
-}
-
-/// Whether `dev` is `rondo0`.
-pub fn is_ours(dev: *const ibv_device) -> bool {
-    dev as usize == global().device
 }
 
 /// A protection domain.

@@ -90,6 +90,7 @@ unsafe fn begin(qpx: *mut ibv_qp_ex, op: u32, remote: Option<RemoteAddr>, imm: O
             remote,
             imm,
             signaled: q.sq_sig_all || flags & IBV_SEND_SIGNALED != 0,
+            solicited: flags & IBV_SEND_SOLICITED != 0,
         },
         inline: None,
     });

@@ -1,13 +1,15 @@
 //! Our own C verbs program (`tests/c/transfer.c`) under the drop-in: SEND,
 //! WRITE_WITH_IMM and READ of 1 B to 1 MiB, every byte checked, with 1% injected
 //! loss and 5% reordering on arrival (`RONDO_IBV_LOSS`, `RONDO_IBV_REORDER`, seeded);
+//! `ibv_query_device_ex` answers; a solicited-only notification waits for a
+//! solicited SEND; a CQ resized to 2 entries overruns and `ibv_get_async_event`
+//! reports `IBV_EVENT_CQ_ERR` and `IBV_EVENT_QP_FATAL`;
 //! a WRITE with a wrong rkey completes with `IBV_WC_REM_ACCESS_ERR`; `timeout` and
 //! `retry_cnt` of `ibv_modify_qp` reach the rondo-verbs QP (`ibv_query_qp` reads them
 //! back), and values out of range are refused with EINVAL.
 
 mod common;
 use common::*;
-use std::process::Command;
 use std::time::Duration;
 
 #[test]
@@ -20,22 +22,7 @@ fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
         eprintln!("skipped: no verbs.h (apt-get install libibverbs-dev)");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("rondo-ibv-transfer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("transfer");
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/transfer.c");
-    let cc = Command::new("cc")
-        .args(["-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .arg("-libverbs")
-        .output()
-        .expect("cc");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let exe = build_c("transfer", "transfer", &["-libverbs"]);
     let _one = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     for seed in ["1", "2"] {
         let env = [
@@ -44,21 +31,24 @@ fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
             ("RONDO_IBV_SEED", seed),
             ("RONDO_IBV_DEBUG", "1"),
         ];
-        let child = preloaded(exe.to_str().unwrap(), &[], &env)
-            .spawn()
-            .expect("run transfer");
-        let (out, timed_out) = finish(child, Duration::from_secs(180));
-        let text = format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+        let end = run(exe.to_str().unwrap(), &[], &env, Duration::from_secs(180));
+        let text = end.text;
+        assert!(
+            end.code == Some(0) && !end.timed_out,
+            "seed {seed}:\n{text}"
         );
-        assert!(out.status.success() && !timed_out, "seed {seed}:\n{text}");
         assert!(
             text.contains("1048576 B: SEND, WRITE_WITH_IMM, READ ok"),
             "{text}"
         );
         assert!(text.contains("wrong rkey: remote access error"), "{text}");
+        for line in [
+            "ibv_query_device_ex ok",
+            "solicited-only notification ok",
+            "CQ overrun: async events CQ_ERR, QP_FATAL",
+        ] {
+            assert!(text.contains(line), "missing {line:?}:\n{text}");
+        }
         assert!(
             text.contains("timeout and retry_cnt reach the QP"),
             "{text}"
@@ -71,5 +61,4 @@ fn send_write_with_imm_and_read_move_every_byte_under_loss_and_reordering() {
             .sum();
         assert!(dropped > 0, "no datagram was dropped:\n{text}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

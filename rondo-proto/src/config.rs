@@ -62,6 +62,37 @@ pub enum EarlyRecovery {
     Gap,
 }
 
+/// How a receiver coalesces its ACKs (docs/engine.md, "Coalesced ACKs"): one ACK
+/// datagram acknowledges up to `packets` data packets, sent at the latest `delay`
+/// after the first of them arrived, batched per path; a retransmission, a
+/// duplicate, a probe and a refusal (NAK) send their path's batch at once, the
+/// last packet of a message every batch (with a delay above 0).
+/// The sender counts every acknowledged packet in its ACK rate and takes one
+/// RTT sample per path and ACK, less the time the receiver held it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AckCoalesce {
+    /// Data packets one ACK acknowledges at most (1: an ACK per packet).
+    pub packets: u16,
+    /// The longest an arrival waits for its ACK. 0 still coalesces what arrives
+    /// at one instant (a datapath's receive batch) before the next transmit.
+    pub delay: Duration,
+}
+
+impl AckCoalesce {
+    /// An ACK per data packet (the paper's receiver).
+    pub const PER_PACKET: AckCoalesce = AckCoalesce {
+        packets: 1,
+        delay: Duration::ZERO,
+    };
+    /// The most packets one ACK may acknowledge.
+    pub const MAX_PACKETS: u16 = 64;
+
+    /// Whether ACKs are coalesced at all.
+    pub const fn is_on(&self) -> bool {
+        self.packets > 1
+    }
+}
+
 /// Per-flow configuration. `FlowConfig::default()` gives the paper's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowConfig {
@@ -115,6 +146,17 @@ pub struct FlowConfig {
     /// above target and cuts the margin (docs/engine.md, "tau_q of at least one
     /// packet"). `None`: no floor.
     pub min_target_queue: Option<Duration>,
+    /// Pauses of the hosts' datapath threads that a flow rides through without
+    /// losing the link (0, the default: the paper's NIC, which never pauses). A
+    /// software datapath on a loaded host stops for milliseconds while its thread
+    /// waits for a core; with margins of q0 packets the bottleneck queue drains in
+    /// each pause, and the delayed ACKs read as a queue far above tau_q and cut the
+    /// windows. With an allowance S, tau_q is at least S and each path's margin may
+    /// grow past q0 to what its ACK rate brings in S (r_p S), so every path keeps
+    /// about S of queue: the price of a full link on such a host. A receiver
+    /// that refuses packets ("buffer full") halves it, once per RTT
+    /// (docs/engine.md, "Hosts that pause").
+    pub stall_allowance: Duration,
     /// ACK-rate EWMA weight alpha = 0.8.
     pub alpha: f64,
     /// Which side alpha weights.
@@ -190,6 +232,19 @@ pub struct FlowConfig {
     /// Loss recovery of transports that let it be chosen (Rondo, swift-rps):
     /// selective repeat (the default) or RACK-TLP per flow or per path.
     pub loss_recovery: LossRecoveryKind,
+    /// Whether a "reorder buffer full" NAK holds new PSNs within a span of what
+    /// the receiver could take (the receiver-limited span, `sender/loss.rs`).
+    /// `None` (the default): the transport's own choice,
+    /// [`crate::Transport::receiver_span`].
+    pub receiver_span: Option<bool>,
+    /// DCQCN's parameters (`ecmp`, `ar` and the RC models; docs/baselines.md,
+    /// "DCQCN", has the sweep behind the defaults).
+    pub dcqcn: crate::cc::DcqcnParams,
+    /// Swift's parameters (`swift-rps`, `falcon`; docs/baselines.md, "swift-rps").
+    pub swift: crate::cc::SwiftParams,
+    /// How this side's receiver coalesces ACKs. `None` (the default): the
+    /// transport's own choice, [`crate::Transport::ack_coalesce`].
+    pub ack_coalesce: Option<AckCoalesce>,
 }
 
 /// Which loss-recovery scheme a flow runs (`transport.loss_recovery`; paper
@@ -223,6 +278,7 @@ impl Default for FlowConfig {
             target_queue_rtts: 0.04,
             network_base_rtt: None,
             min_target_queue: None,
+            stall_allowance: Duration::ZERO,
             alpha: 0.8,
             alpha_weight: AlphaWeight::History,
             gamma: 0.5,
@@ -253,6 +309,10 @@ impl Default for FlowConfig {
             token: None,
             hops: None,
             loss_recovery: LossRecoveryKind::SelectiveRepeat,
+            receiver_span: None,
+            dcqcn: crate::cc::DcqcnParams::default(),
+            swift: crate::cc::SwiftParams::default(),
+            ack_coalesce: None,
         }
     }
 }
@@ -347,6 +407,12 @@ impl FlowConfig {
             "min_target_queue",
             "0",
             "> 0, or None",
+        )?;
+        check(
+            self.stall_allowance <= Duration::from_ms(1000),
+            "stall_allowance",
+            format!("{:?}", self.stall_allowance),
+            "0 to 1 s",
         )?;
         let unit = |x: f64| x.is_finite() && x > 0.0 && x <= 1.0;
         check(
@@ -448,7 +514,28 @@ impl FlowConfig {
             "> 0",
         )?;
         check(self.max_message_len > 0, "max_message_len", 0, ">= 1")?;
+        if let Some(a) = self.ack_coalesce {
+            check(
+                (1..=AckCoalesce::MAX_PACKETS).contains(&a.packets),
+                "ack_coalesce.packets",
+                a.packets,
+                "1 to 64",
+            )?;
+            check(
+                a.delay <= Duration::from_ms(100),
+                "ack_coalesce.delay",
+                format!("{:?}", a.delay),
+                "0 to 100 ms",
+            )?;
+        }
         Ok(())
+    }
+
+    /// How this flow's receiver acknowledges: [`FlowConfig::ack_coalesce`], else
+    /// its transport's choice.
+    pub fn ack_coalescing(&self) -> AckCoalesce {
+        self.ack_coalesce
+            .unwrap_or_else(|| self.transport.ack_coalesce())
     }
 
     /// Payload bytes carried by a full data packet (the token extension, when set,

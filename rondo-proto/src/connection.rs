@@ -4,14 +4,14 @@ use crate::cc::AnyCc;
 use crate::config::{ConfigError, FlowConfig};
 use crate::event::{Event, PostError};
 use crate::message::Message;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::receiver::{Payload, Receiver, RxTombstone, SharedBuffer};
 use crate::scheduler::PacketSelector;
-use crate::sender::Sender;
+use crate::sender::LazySender;
 use crate::stats::{ReceiverStats, SenderStats};
 use crate::time::Instant;
 use crate::transmit::{Transmit, TxBuffer};
-use crate::wire::{Body, Repr};
+use crate::wire::{Body, Packet, Repr};
 use reorder::FlowId;
 use std::collections::VecDeque;
 
@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 pub struct Connection {
     local_flow: u32,
     remote_flow: u32,
-    sender: Sender,
+    sender: LazySender,
     receiver: Receiver,
     events: VecDeque<Event>,
     max_message_len: u64,
@@ -41,13 +41,15 @@ impl Connection {
         Ok(Connection {
             local_flow,
             remote_flow,
-            sender: Sender::new(cfg, now),
+            sender: LazySender::new(cfg, now),
             receiver: Receiver::new(
                 rx_flow,
                 crate::Transport::receiver_policy(cfg),
                 cfg.max_message_len,
                 cfg.token,
                 cfg.payload_per_packet(),
+                cfg.ack_coalescing(),
+                cfg.mtu,
             ),
             events: VecDeque::new(),
             max_message_len: cfg.max_message_len,
@@ -81,7 +83,7 @@ impl Connection {
         data: impl Into<Message>,
     ) -> Result<(), PostError> {
         let data = data.into();
-        if let Some(e) = self.sender.core.failed {
+        if let Some(e) = self.sender.built().and_then(|s| s.core.failed) {
             return Err(PostError::Failed(e));
         }
         if data.is_empty() {
@@ -93,15 +95,18 @@ impl Connection {
                 max: self.max_message_len,
             });
         }
-        self.sender.post(msg_id, data);
+        self.sender.get_mut().post(msg_id, data);
         Ok(())
     }
 
+    /// A parsed datagram: `header` holds at least its header (the ACK blocks of a
+    /// coalesced ACK are read from it), `payload` a DATA payload.
     pub(crate) fn handle_repr(
         &mut self,
         now: Instant,
         rb: &mut SharedBuffer,
         repr: &Repr,
+        header: &[u8],
         payload: &[u8],
         ce: bool,
     ) {
@@ -120,12 +125,28 @@ impl Connection {
                 .receiver
                 .on_probe(now, rb, &repr.common, ce, self.remote_flow),
             Body::Ack(fb) => {
-                self.sender
-                    .on_feedback(now, &repr.common, fb, None, &mut self.events);
+                let blocks = Packet::new_unchecked(header);
+                let blocks = blocks.ack_blocks();
+                self.sender.get_mut().on_feedback(
+                    now,
+                    &repr.common,
+                    fb,
+                    None,
+                    blocks,
+                    &mut self.events,
+                );
             }
             Body::Nak(fb, reason) => {
-                self.sender
-                    .on_feedback(now, &repr.common, fb, Some(*reason), &mut self.events);
+                let blocks = std::iter::empty();
+                let nak = Some(*reason);
+                self.sender.get_mut().on_feedback(
+                    now,
+                    &repr.common,
+                    fb,
+                    nak,
+                    blocks,
+                    &mut self.events,
+                );
             }
         }
     }
@@ -141,6 +162,7 @@ impl Connection {
         now: Instant,
         rb: &mut SharedBuffer,
         repr: &Repr,
+        header: &[u8],
         ce: bool,
     ) {
         match &repr.body {
@@ -153,7 +175,7 @@ impl Connection {
                 self.remote_flow,
                 &mut self.events,
             ),
-            _ => self.handle_repr(now, rb, repr, &[], ce),
+            _ => self.handle_repr(now, rb, repr, header, &[], ce),
         }
     }
 
@@ -170,14 +192,19 @@ impl Connection {
     ) -> Option<Transmit> {
         // Writing part of a datagram, or popping what could not be written, would
         // lose it.
-        if tx.capacity() < self.sender.mtu() {
-            self.sender.core.stats.short_buffers += 1;
+        if tx.capacity() < self.mtu() {
+            self.sender.get_mut().core.stats.short_buffers += 1;
             return None;
         }
-        self.sender.core.last_data = None;
-        let t = match self.receiver.poll_feedback(tx) {
+        if let Some(s) = self.sender.built_mut() {
+            s.core.last_data = None;
+        }
+        let t = match self.receiver.poll_feedback(now, tx) {
             Some(t) => t,
-            None => self.sender.poll_transmit(now, tx, self.remote_flow)?,
+            None => self
+                .sender
+                .built_mut()?
+                .poll_transmit(now, tx, self.remote_flow)?,
         };
         Some(Transmit {
             flow: self.local_flow,
@@ -187,13 +214,13 @@ impl Connection {
 
     /// The flow's datagram size: the least a transmit buffer must hold.
     pub(crate) fn mtu(&self) -> usize {
-        self.sender.mtu()
+        self.sender.cfg().mtu
     }
 
     /// Whether the connection would send a capacity probe now
     /// ([`Connection::poll_probe`]).
     pub(crate) fn wants_probe(&self, now: Instant) -> bool {
-        self.sender.wants_probe(now)
+        self.sender.built().is_some_and(|s| s.wants_probe(now))
     }
 
     /// A capacity probe, when the connection is probing (§4.2.2) and the host
@@ -204,7 +231,10 @@ impl Connection {
         now: Instant,
         tx: &mut B,
     ) -> Option<Transmit> {
-        let t = self.sender.poll_probe(now, tx, self.remote_flow)?;
+        let t = self
+            .sender
+            .built_mut()?
+            .poll_probe(now, tx, self.remote_flow)?;
         Some(Transmit {
             flow: self.local_flow,
             ..t
@@ -214,14 +244,14 @@ impl Connection {
     /// The host line clock `clock` moved past a `len`-byte datagram sent at `now`
     /// (at this connection's line rate and burst credit).
     pub(crate) fn line_clock_after(&self, clock: Instant, now: Instant, len: usize) -> Instant {
-        self.sender.core.line_clock_after(clock, now, len)
+        crate::sender::line_clock_after(self.sender.cfg(), clock, now, len)
     }
 
     /// The PSN and retransmission flag of the DATA packet the last
     /// [`Connection::poll_transmit`] wrote, if it wrote one (for the measurement
     /// tap: no header needs parsing).
     pub(crate) fn last_data_sent(&self) -> Option<(u32, bool)> {
-        self.sender.core.last_data
+        self.sender.built().and_then(|s| s.core.last_data)
     }
 
     /// Payload bytes left in place by [`Connection::poll_transmit`].
@@ -231,13 +261,13 @@ impl Connection {
         offset: u64,
         len: u32,
     ) -> Option<crate::message::PayloadBytes<'_>> {
-        self.sender.payload(first_psn, offset, len)
+        self.sender.built()?.payload(first_psn, offset, len)
     }
 
     /// The next time the connection needs `handle_timeout` or `poll_transmit`.
     pub fn poll_timeout(&self) -> Option<Instant> {
         let a = self.receiver.feedback_due();
-        let b = self.sender.poll_timeout();
+        let b = self.sender.built().and_then(|s| s.poll_timeout());
         match (a, b) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -246,7 +276,9 @@ impl Connection {
 
     /// Runs the timers that are due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.sender.handle_timeout(now, &mut self.events);
+        if let Some(s) = self.sender.built_mut() {
+            s.handle_timeout(now, &mut self.events);
+        }
     }
 
     /// Replaces the receive placement (see [`Endpoint::set_placement`](crate::Endpoint::set_placement)).
@@ -265,19 +297,27 @@ impl Connection {
     }
 
     /// Per-path sender measurements (status, RTT, forward delay, inflight, counters).
-    pub fn paths(&self) -> &[PathState] {
-        &self.sender.core.paths
+    pub fn paths(&self) -> &Paths {
+        &self.sender.get().core.paths
     }
 
     /// Sender counters.
     pub fn sender_stats(&self) -> &SenderStats {
-        &self.sender.core.stats
+        &self.sender.get().core.stats
     }
 
     /// The receiver's OOD outside the shared reorder buffer (directly placed
     /// payloads of the RC selective-repeat model; 0 otherwise).
     pub(crate) fn direct_ood(&self, rb: &SharedBuffer) -> u64 {
         self.receiver.direct_ood(rb)
+    }
+
+    /// The sender's spurious retransmissions so far (without building a sender
+    /// that waits: it has none).
+    pub(crate) fn spurious_retransmissions(&self) -> u64 {
+        self.sender
+            .built()
+            .map_or(0, |s| s.core.stats.spurious_retransmissions)
     }
 
     /// Receiver counters and OOD/RBO distributions.
@@ -287,7 +327,7 @@ impl Connection {
 
     /// When the packet scheduler was switched on, if it was.
     pub fn scheduler_enabled_at(&self) -> Option<Instant> {
-        self.sender.scheduler.enabled_at()
+        self.sender.get().scheduler.enabled_at()
     }
 
     /// The transport this connection runs.
@@ -298,22 +338,22 @@ impl Connection {
     /// The sender's congestion controller (windows per path; ARCC's state through
     /// [`AnyCc::arcc`]).
     pub fn congestion_control(&self) -> &AnyCc {
-        &self.sender.cc
+        &self.sender.get().cc
     }
 
     /// The packet scheduler's current skip of `path` (0 when it has none).
     pub fn skip(&self, path: usize) -> u32 {
-        self.sender.scheduler.skip(path)
+        self.sender.get().scheduler.skip(path)
     }
 
     /// Flow pacing rate (Rondo: sum_p W_p / T_p) in packets per microsecond.
     pub fn pacing_rate(&self) -> f64 {
-        self.sender.pacing_rate()
+        self.sender.get().pacing_rate()
     }
 
     /// Messages posted and not yet completely acknowledged.
     pub fn outstanding_messages(&self) -> usize {
-        self.sender.outstanding_messages()
+        self.sender.built().map_or(0, |s| s.outstanding_messages())
     }
 
     /// Clears the receiver's OOD and RBO distributions (end of a warm-up period).
@@ -324,7 +364,7 @@ impl Connection {
 
     /// True once the connection has failed (`Event::Error` was emitted).
     pub fn is_failed(&self) -> bool {
-        self.sender.core.failed.is_some()
+        self.sender.built().is_some_and(|s| s.core.failed.is_some())
     }
 }
 
@@ -365,7 +405,11 @@ impl Connection {
             rx,
         };
         let summary = ConnectionSummary {
-            sender: self.sender.core.stats,
+            sender: self
+                .sender
+                .built()
+                .map(|s| s.core.stats)
+                .unwrap_or_default(),
             receiver,
             outstanding_messages,
         };
@@ -390,8 +434,12 @@ impl Closed {
     }
 
     /// The next queued answer.
-    pub(crate) fn poll_transmit<B: TxBuffer + ?Sized>(&mut self, tx: &mut B) -> Option<Transmit> {
-        let t = self.rx.poll_feedback(tx)?;
+    pub(crate) fn poll_transmit<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        let t = self.rx.poll_feedback(now, tx)?;
         Some(Transmit {
             flow: self.local_flow,
             ..t

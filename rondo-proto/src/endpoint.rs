@@ -138,7 +138,7 @@ pub struct Endpoint {
     line_next: Instant,
     /// Connections that may want to probe (a superset: one that no longer does
     /// leaves when next asked), and the round-robin cursor over them.
-    probing: std::collections::BTreeSet<usize>,
+    probing: schedule::IndexSet,
     next_probe: usize,
 }
 
@@ -160,7 +160,7 @@ impl Endpoint {
             direct_ood: 0,
             closed_spurious: 0,
             line_next: Instant::ZERO,
-            probing: std::collections::BTreeSet::new(),
+            probing: schedule::IndexSet::default(),
             next_probe: 0,
         }
     }
@@ -186,6 +186,7 @@ impl Endpoint {
         let conn = Connection::new(now, local_flow, remote_flow, cfg, rx)?;
         self.conns.push(Slot::Open(Box::new(conn)));
         self.schedule.push();
+        self.probing.grow(self.conns.len());
         let i = self.conns.len() - 1;
         self.by_flow.insert(local_flow, i);
         self.touch(i);
@@ -344,7 +345,7 @@ impl Endpoint {
         let i = self.check_flow(&repr, datagram)?;
         let _ = path; // the header's path id is authoritative; the datapath's is advisory
         match &mut self.conns[i] {
-            Slot::Open(c) => c.handle_repr(now, &mut self.buffer, &repr, payload, ecn_ce),
+            Slot::Open(c) => c.handle_repr(now, &mut self.buffer, &repr, datagram, payload, ecn_ce),
             Slot::Closed(c) => {
                 if !c.handle_repr(now, &repr, ecn_ce) {
                     self.stats.unknown_flow += 1;
@@ -394,7 +395,7 @@ impl Endpoint {
         };
         let i = self.check_flow(&repr, header)?;
         match &mut self.conns[i] {
-            Slot::Open(c) => c.handle_in_place(now, &mut self.buffer, &repr, ecn_ce),
+            Slot::Open(c) => c.handle_in_place(now, &mut self.buffer, &repr, header, ecn_ce),
             Slot::Closed(c) => {
                 if !c.handle_repr(now, &repr, ecn_ce) {
                     self.stats.unknown_flow += 1;
@@ -457,11 +458,10 @@ impl Endpoint {
         if now < self.line_next {
             return None;
         }
-        while let Some(&i) = self
+        while let Some(i) = self
             .probing
-            .range(self.next_probe..)
-            .next()
-            .or_else(|| self.probing.iter().next())
+            .next_from(self.next_probe)
+            .or_else(|| self.probing.next_from(0))
         {
             // A short buffer takes no probe: the connection stays in the set for
             // the next offer (its data attempt counted the short buffer).
@@ -488,7 +488,7 @@ impl Endpoint {
                     return Some(t);
                 }
                 None => {
-                    self.probing.remove(&i);
+                    self.probing.remove(i);
                 }
             }
         }
@@ -560,7 +560,7 @@ fn transmit_from<B: TxBuffer + ?Sized>(
             *line = c.line_clock_after(*line, now, t.datagram_len());
             t
         }
-        Slot::Closed(c) if !probe => c.poll_transmit(tx)?,
+        Slot::Closed(c) if !probe => c.poll_transmit(now, tx)?,
         Slot::Closed(_) | Slot::Vacant => return None,
     };
     if let Some(p) = &mut t.payload {

@@ -23,6 +23,7 @@ pub mod connection;
 pub mod endpoint;
 pub mod event;
 pub mod fault;
+mod feedback;
 pub mod message;
 pub mod path;
 pub mod placement;
@@ -41,14 +42,14 @@ pub mod transport;
 pub mod wire;
 
 pub use config::{
-    AlphaWeight, ConfigError, EarlyRecovery, FlowConfig, LossRecoveryKind, MarginScope,
-    PathSelection, QueueEstimate, MAX_MTU,
+    AckCoalesce, AlphaWeight, ConfigError, EarlyRecovery, FlowConfig, LossRecoveryKind,
+    MarginScope, PathSelection, QueueEstimate, MAX_MTU,
 };
 pub use connection::{Connection, ConnectionSummary};
 pub use endpoint::{ConnectionHandle, DatagramError, Endpoint, EndpointError};
 pub use event::{ConnectionError, Event, PostError};
 pub use message::{ExternalBytes, Message, PayloadBytes};
-pub use path::{PathCounters, PathState, PathStatus};
+pub use path::{PathCounters, PathState, PathStatus, Paths};
 pub use receiver::{RxMeta, SharedBuffer};
 pub use reorder::{BufferConfig, Psn};
 pub use stats::{EndpointStats, Histogram, ReceiverStats, SenderStats};

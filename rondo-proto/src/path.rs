@@ -5,6 +5,151 @@
 
 use crate::config::FlowConfig;
 use crate::time::{Duration, Instant};
+use std::ops::{Deref, DerefMut};
+
+/// The paths of a flow's sender: each path's [`PathState`] (through `Deref`),
+/// and apart from them, in two dense arrays, whether each path is in rotation
+/// and its packets in flight. The congestion controllers, the timers and the
+/// probe checks read those two of every path on most calls: over the
+/// `PathState`s such a pass reads a cache line per path, cold in an endpoint of
+/// many connections; over the arrays, one or two lines for 16 paths
+/// (docs/engine.md, "Many connections per endpoint").
+#[derive(Clone, Debug)]
+pub struct Paths {
+    state: Vec<PathState>,
+    status: Vec<PathStatus>,
+    inflight: Vec<u32>,
+    /// Paths out of rotation.
+    down: usize,
+    /// The sum of `inflight`.
+    in_flight: u32,
+}
+
+impl Paths {
+    /// The `cfg.paths` paths of a flow configured by `cfg`: in rotation, nothing
+    /// in flight.
+    pub(crate) fn new(cfg: &FlowConfig) -> Paths {
+        Paths::from_states(
+            (0..usize::from(cfg.paths))
+                .map(|i| PathState::new(cfg, i))
+                .collect(),
+        )
+    }
+
+    /// Paths with these states, in rotation, nothing in flight.
+    pub(crate) fn from_states(state: Vec<PathState>) -> Paths {
+        let n = state.len();
+        Paths {
+            state,
+            status: vec![PathStatus::Up; n],
+            inflight: vec![0; n],
+            down: 0,
+            in_flight: 0,
+        }
+    }
+
+    /// Whether path `i` is in rotation.
+    pub fn status(&self, i: usize) -> PathStatus {
+        self.status[i]
+    }
+
+    /// Packets in flight on path `i`.
+    pub fn inflight(&self, i: usize) -> u32 {
+        self.inflight[i]
+    }
+
+    /// Path `i` is in rotation.
+    pub(crate) fn is_up(&self, i: usize) -> bool {
+        self.status[i] == PathStatus::Up
+    }
+
+    /// Every path's status, in path order.
+    pub(crate) fn statuses(&self) -> &[PathStatus] {
+        &self.status
+    }
+
+    /// Every path's packets in flight, in path order.
+    pub(crate) fn inflights(&self) -> &[u32] {
+        &self.inflight
+    }
+
+    /// Paths out of rotation.
+    pub(crate) fn down(&self) -> usize {
+        self.down
+    }
+
+    /// Paths in rotation.
+    pub(crate) fn up(&self) -> usize {
+        self.state.len() - self.down
+    }
+
+    /// Packets in flight over every path.
+    pub(crate) fn in_flight(&self) -> u32 {
+        self.in_flight
+    }
+
+    /// A packet went out on path `i`: it counts in flight there.
+    pub(crate) fn add_in_flight(&mut self, i: usize) {
+        self.inflight[i] += 1;
+        self.in_flight += 1;
+    }
+
+    /// A packet sent on path `i` is no longer in flight there.
+    pub(crate) fn remove_in_flight(&mut self, i: usize) {
+        self.inflight[i] -= 1;
+        self.in_flight -= 1;
+    }
+
+    /// Takes path `i`, in rotation, out of it.
+    pub(crate) fn take_down(&mut self, i: usize) {
+        debug_assert!(self.is_up(i));
+        self.status[i] = PathStatus::Down;
+        self.down += 1;
+    }
+
+    /// Puts path `i`, out of rotation, back in (its congestion controller
+    /// restarts it).
+    pub(crate) fn rejoin(&mut self, i: usize) {
+        debug_assert!(!self.is_up(i));
+        self.status[i] = PathStatus::Up;
+        self.down -= 1;
+        self.state[i].rejoin();
+    }
+
+    /// Sets path `i`'s packets in flight (controller tests).
+    #[cfg(test)]
+    pub(crate) fn set_inflight(&mut self, i: usize, n: u32) {
+        self.in_flight = self.in_flight - self.inflight[i] + n;
+        self.inflight[i] = n;
+    }
+
+    /// Sets path `i`'s status (controller tests).
+    #[cfg(test)]
+    pub(crate) fn set_status(&mut self, i: usize, status: PathStatus) {
+        match (self.status[i], status) {
+            (PathStatus::Up, PathStatus::Down) => self.take_down(i),
+            (PathStatus::Down, PathStatus::Up) => {
+                self.status[i] = PathStatus::Up;
+                self.down -= 1;
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Deref for Paths {
+    type Target = [PathState];
+
+    fn deref(&self) -> &[PathState] {
+        &self.state
+    }
+}
+
+impl DerefMut for Paths {
+    fn deref_mut(&mut self) -> &mut [PathState] {
+        &mut self.state
+    }
+}
 
 /// Whether a path is in rotation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,10 +160,10 @@ pub enum PathStatus {
     Down,
 }
 
-/// Sender-side measurements of one logical path.
+/// Sender-side measurements of one logical path (whether it is in rotation and
+/// its packets in flight are [`Paths`]'s).
 #[derive(Clone, Debug)]
 pub struct PathState {
-    pub(crate) status: PathStatus,
     /// RTT deviation estimate.
     rttvar: Duration,
     configured_base_rtt: Option<Duration>,
@@ -28,7 +173,6 @@ pub struct PathState {
     /// difference of the two clocks).
     pub(crate) fwd_delay_ps: Option<i64>,
     pub(crate) fwd_stable_samples: u32,
-    pub(crate) inflight: u32,
     /// When this path last sent a data packet.
     pub(crate) last_sent: Option<Instant>,
     pub(crate) consecutive_losses: u32,
@@ -70,14 +214,12 @@ pub struct PathCounters {
 impl PathState {
     pub(crate) fn new(cfg: &FlowConfig, index: usize) -> PathState {
         PathState {
-            status: PathStatus::Up,
             rttvar: Duration::ZERO,
             configured_base_rtt: cfg.base_rtt.as_ref().map(|v| v[index]),
             min_rtt: None,
             srtt: None,
             fwd_delay_ps: None,
             fwd_stable_samples: 0,
-            inflight: 0,
             last_sent: None,
             consecutive_losses: 0,
             next_down_probe: Instant::MAX,
@@ -123,16 +265,6 @@ impl PathState {
     /// Smoothed RTT.
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt
-    }
-
-    /// Packets in flight on this path.
-    pub fn inflight(&self) -> u32 {
-        self.inflight
-    }
-
-    /// Status (in rotation or not).
-    pub fn status(&self) -> PathStatus {
-        self.status
     }
 
     /// Forward delay estimate in ns (includes the sender/receiver clock offset).
@@ -195,9 +327,8 @@ impl PathState {
         }
     }
 
-    /// Puts the path back in rotation (its congestion controller restarts it).
-    pub(crate) fn rejoin(&mut self) {
-        self.status = PathStatus::Up;
+    /// The path is back in rotation ([`Paths::rejoin`]).
+    fn rejoin(&mut self) {
         self.consecutive_losses = 0;
         self.fwd_stable_samples = 0;
         self.next_down_probe = Instant::MAX;

@@ -3,12 +3,14 @@
 //! suppression, message reassembly; the RC policies' NAKs and direct placement
 //! ([`crate::receiver_policy`]).
 
+use crate::config::AckCoalesce;
 use crate::event::Event;
+use crate::feedback::FeedbackQueue;
 use crate::placement::{CopyPlacement, Placement};
 use crate::receiver_policy::{Admission, DirectStore, NakLimiter, ReceiverPolicy};
 use crate::stats::ReceiverStats;
 use crate::time::{Duration, Instant};
-use crate::transmit::{Priority, Transmit, TxBuffer};
+use crate::transmit::{Transmit, TxBuffer};
 use crate::wire::{Body, CommonRepr, DataRepr, FeedbackRepr, Flags, NakReason, Repr};
 use crate::Psn;
 use reorder::{FlowId, Outcome, ReorderBuffer};
@@ -45,13 +47,6 @@ struct Assembly {
     placed: u64,
 }
 
-#[derive(Debug)]
-struct PendingFeedback {
-    at: Instant,
-    path: u16,
-    repr: Repr,
-}
-
 /// The receiving half of a flow.
 #[derive(Debug)]
 pub(crate) struct Receiver {
@@ -71,7 +66,7 @@ pub(crate) struct Receiver {
     payload_per_packet: usize,
     /// A payload received in place for the wrong PSN, on its way to the reorder buffer.
     scratch: Vec<u8>,
-    feedback: VecDeque<PendingFeedback>,
+    feedback: FeedbackQueue,
     /// Connection token written into every feedback datagram.
     token: Option<u64>,
     pub(crate) stats: ReceiverStats,
@@ -84,6 +79,8 @@ impl Receiver {
         max_message_len: u64,
         token: Option<u64>,
         payload_per_packet: usize,
+        acks: AckCoalesce,
+        mtu: usize,
     ) -> Receiver {
         Receiver {
             payload_per_packet,
@@ -96,7 +93,7 @@ impl Receiver {
             assembling: None,
             refused: None,
             placement: Box::new(CopyPlacement::default()),
-            feedback: VecDeque::new(),
+            feedback: FeedbackQueue::new(acks, mtu, token),
             token,
             stats: ReceiverStats::default(),
         }
@@ -146,16 +143,16 @@ impl Receiver {
         }
     }
 
+    /// Queues the feedback of one arrival (sent on the path it arrived on).
     fn queue(
         &mut self,
         now: Instant,
-        path: u16,
         fb: FeedbackRepr,
         nak: Option<NakReason>,
         ce: bool,
-        local: u32,
+        remote: u32,
     ) {
-        queue_feedback(&mut self.feedback, now, path, fb, nak, ce, local);
+        self.feedback.push(now, fb, nak, ce, remote, false, false);
     }
 
     /// A probe arrived: acknowledge it (probes carry no data).
@@ -169,7 +166,7 @@ impl Receiver {
     ) {
         self.stats.probes += 1;
         let fb = self.feedback_repr(now, rb, common, true, false);
-        self.queue(now, common.path, fb, None, ce, remote);
+        self.queue(now, fb, None, ce, remote);
     }
 
     /// A data packet arrived.
@@ -209,7 +206,7 @@ impl Receiver {
             Admission::Refuse(reason) => {
                 self.stats.refused += 1;
                 let fb = self.feedback_repr(now, rb, common, false, false);
-                self.queue(now, common.path, fb, Some(reason), ce, remote);
+                self.queue(now, fb, Some(reason), ce, remote);
                 return;
             }
             Admission::OutOfSequence => {
@@ -220,7 +217,7 @@ impl Receiver {
                 if self.nak_limiter.allow(now, expected, interval) {
                     let fb = self.feedback_repr(now, rb, common, false, false);
                     let nak = Some(NakReason::SequenceError);
-                    self.queue(now, common.path, fb, nak, ce, remote);
+                    self.queue(now, fb, nak, ce, remote);
                 }
                 return;
             }
@@ -278,7 +275,12 @@ impl Receiver {
             }
         };
         let fb = self.feedback_repr(now, rb, common, false, duplicate);
-        self.queue(now, common.path, fb, nak, ce, remote);
+        // An accepted first transmission may share an ACK with others; a
+        // retransmission's ACK carries its own echo (Karn's rule at the sender).
+        let coalescible = nak.is_none() && !duplicate && !common.flags.contains(Flags::RETX);
+        let last = data.is_last();
+        self.feedback
+            .push(now, fb, nak, ce, remote, coalescible, last);
     }
 
     /// The flow's OOD held outside the shared reorder buffer: the highest PSN
@@ -318,7 +320,7 @@ impl Receiver {
             (None, true)
         };
         let fb = self.feedback_repr(now, rb, common, false, duplicate);
-        self.queue(now, common.path, fb, nak, ce, remote);
+        self.queue(now, fb, nak, ce, remote);
     }
 
     /// The run of directly placed payloads that the in-order arrival completed:
@@ -450,12 +452,16 @@ impl Receiver {
         self.placement = placement;
     }
 
-    pub(crate) fn poll_feedback<B: TxBuffer + ?Sized>(&mut self, tx: &mut B) -> Option<Transmit> {
-        emit_feedback(&mut self.feedback, tx, self.token)
+    pub(crate) fn poll_feedback<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        self.feedback.poll(now, tx, self.token)
     }
 
     pub(crate) fn feedback_due(&self) -> Option<Instant> {
-        self.feedback.front().map(|f| f.at)
+        self.feedback.due()
     }
 
     /// Ends the receiver: its flow leaves the shared reorder buffer (freeing any
@@ -470,7 +476,7 @@ impl Receiver {
             .unwrap_or(expected.sub(1));
         rb.remove_flow(self.flow);
         let mut feedback = self.feedback;
-        feedback.shrink_to_fit();
+        feedback.close_now();
         let tomb = RxTombstone {
             expected,
             highest,
@@ -480,64 +486,6 @@ impl Receiver {
         };
         (tomb, self.stats)
     }
-}
-
-/// Queues an ACK (or a NAK with `nak`) for `path`, sent on the next transmit.
-fn queue_feedback(
-    feedback: &mut VecDeque<PendingFeedback>,
-    now: Instant,
-    path: u16,
-    fb: FeedbackRepr,
-    nak: Option<NakReason>,
-    ce: bool,
-    local: u32,
-) {
-    let mut flags = Flags::empty();
-    if ce {
-        flags.insert(Flags::ECN_ECHO);
-    }
-    let body = match nak {
-        None => Body::Ack(fb),
-        Some(r) => Body::Nak(fb, r),
-    };
-    let repr = Repr {
-        common: CommonRepr {
-            flow: local,
-            psn: Psn::ZERO,
-            path,
-            flags,
-            timestamp_ns: now.as_ns(),
-        },
-        body,
-    };
-    feedback.push_back(PendingFeedback {
-        at: now,
-        path,
-        repr,
-    });
-}
-
-/// Writes the oldest queued feedback datagram into `buf`.
-fn emit_feedback<B: TxBuffer + ?Sized>(
-    feedback: &mut VecDeque<PendingFeedback>,
-    tx: &mut B,
-    token: Option<u64>,
-) -> Option<Transmit> {
-    let len = feedback.front()?.repr.buffer_len_with_token(token);
-    if tx.capacity() < len {
-        return None; // kept for a buffer that holds it
-    }
-    let f = feedback.pop_front()?;
-    f.repr
-        .emit_with_token(tx.take(f.path, Priority::Control, len), token)
-        .ok()?;
-    Some(Transmit {
-        path: f.path,
-        priority: Priority::Control,
-        len,
-        flow: 0,
-        payload: None,
-    })
 }
 
 /// What stays of a closed connection's receiver (issue 10: a finished connection
@@ -551,7 +499,7 @@ pub(crate) struct RxTombstone {
     highest: Psn,
     max_message_len: u64,
     token: Option<u64>,
-    feedback: VecDeque<PendingFeedback>,
+    feedback: FeedbackQueue,
 }
 
 impl RxTombstone {
@@ -576,15 +524,19 @@ impl RxTombstone {
             echo_timestamp_ns: c.timestamp_ns,
             rx_timestamp_ns: now.as_ns(),
         };
-        queue_feedback(&mut self.feedback, now, c.path, fb, None, ce, remote);
+        self.feedback.push(now, fb, None, ce, remote, false, false);
         true
     }
 
-    pub(crate) fn poll_feedback<B: TxBuffer + ?Sized>(&mut self, tx: &mut B) -> Option<Transmit> {
-        emit_feedback(&mut self.feedback, tx, self.token)
+    pub(crate) fn poll_feedback<B: TxBuffer + ?Sized>(
+        &mut self,
+        now: Instant,
+        tx: &mut B,
+    ) -> Option<Transmit> {
+        self.feedback.poll(now, tx, self.token)
     }
 
     pub(crate) fn feedback_due(&self) -> Option<Instant> {
-        self.feedback.front().map(|f| f.at)
+        self.feedback.due()
     }
 }

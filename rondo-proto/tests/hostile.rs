@@ -245,7 +245,7 @@ fn probe_acks_for_no_outstanding_probe_are_ignored() {
         .unwrap();
     net.run_until(Instant::from_us(30_000));
     assert_eq!(
-        net.a.connection(net.ha).paths()[0].status(),
+        net.a.connection(net.ha).paths().status(0),
         PathStatus::Down,
         "the black-holed path went down"
     );
@@ -274,7 +274,7 @@ fn probe_acks_for_no_outstanding_probe_are_ignored() {
     }
     net.run_until(net.now + Duration::from_ms(1));
     let conn = net.a.connection(net.ha);
-    assert_eq!(conn.paths()[0].status(), PathStatus::Down);
+    assert_eq!(conn.paths().status(0), PathStatus::Down);
     let ups_after = net
         .events_a
         .iter()

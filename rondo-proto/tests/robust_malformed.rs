@@ -1047,7 +1047,7 @@ fn a_refusal_is_not_a_loss_of_its_path() {
         NakReason::BufferFull,
     );
     ep.receive(at, 0, &d, false).unwrap();
-    assert_eq!(ep.connection(h).paths()[0].status(), PathStatus::Up);
+    assert_eq!(ep.connection(h).paths().status(0), PathStatus::Up);
     let before = ep.connection(h).sender_stats().lost_declared;
     let mut now = at;
     while now < Instant::from_us(400) {
@@ -1063,10 +1063,63 @@ fn a_refusal_is_not_a_loss_of_its_path() {
         s.lost_declared > before,
         "early recovery found {lost} lost: {s:?}"
     );
-    assert_eq!(
-        ep.connection(h).paths()[0].status(),
-        PathStatus::Up,
-        "{s:?}"
-    );
+    assert_eq!(ep.connection(h).paths().status(0), PathStatus::Up, "{s:?}");
     assert_eq!(s.path_downs, 0);
+}
+
+/// After a "reorder buffer full" NAK Rondo holds new PSNs within half the
+/// refused span beyond the hole (the receiver-limited span, `sender/loss.rs`);
+/// the baselines' papers have nothing like it, so swift-rps keeps sending new
+/// data as its windows allow, unless `receiver_span` asks for the span.
+#[test]
+fn only_a_transport_with_the_receiver_span_holds_new_data_after_a_refusal() {
+    // New PSNs sent after a refusal of the highest PSN of the first burst (hole
+    // at PSN 0), once every other packet of the burst is acknowledged.
+    let new_after_refusal = |span: Option<bool>| -> usize {
+        let cfg = FlowConfig {
+            paths: 2,
+            pacing: false,
+            transport: Transport::from_name("swift-rps").unwrap(),
+            receiver_span: span,
+            ..FlowConfig::default()
+        };
+        let (mut ep, h) = endpoint_with(&cfg);
+        let payload = cfg.payload_per_packet();
+        ep.post(h, Instant::ZERO, 1, vec![3; 1000 * payload])
+            .unwrap();
+        let data_sent = |out: Vec<(Transmit, Repr, Vec<u8>)>| -> Vec<(u32, u16)> {
+            out.iter()
+                .filter(|(_, r, _)| matches!(r.body, Body::Data(_)))
+                .map(|(t, r, _)| (r.common.psn.0, t.path))
+                .collect()
+        };
+        let mut burst = Vec::new();
+        for ns in (0..10_000).step_by(100) {
+            let now = Instant::from_ns(ns);
+            ep.handle_timeout(now);
+            burst.extend(data_sent(drain(&mut ep, now)));
+        }
+        let highest = burst.iter().map(|s| s.0).max().unwrap();
+        assert!(highest > 16, "a first burst: {burst:?}");
+        let at = Instant::from_us(12);
+        let refused = burst.iter().find(|s| s.0 == highest).unwrap();
+        let d = nak(
+            feedback(highest, 0, highest, refused.1),
+            NakReason::BufferFull,
+        );
+        ep.receive(at, refused.1, &d, false).unwrap();
+        for &(psn, path) in burst.iter().filter(|s| s.0 != 0 && s.0 != highest) {
+            ep.receive(at, path, &ack(feedback(psn, 0, highest, path)), false)
+                .unwrap();
+        }
+        let mut after = Vec::new();
+        for ns in (12_000..30_000).step_by(100) {
+            let now = Instant::from_ns(ns);
+            ep.handle_timeout(now);
+            after.extend(data_sent(drain(&mut ep, now)));
+        }
+        after.iter().filter(|s| s.0 > highest).count()
+    };
+    assert!(new_after_refusal(None) > 0, "swift-rps sends on");
+    assert_eq!(new_after_refusal(Some(true)), 0, "held within the span");
 }

@@ -203,7 +203,7 @@ mod linux {
                     eprint!(
                         "[w {:.0} if {} srtt {:?} r {:?}] ",
                         cc.window(i),
-                        p.inflight(),
+                        conn.paths().inflight(i),
                         p.srtt().map(|d| d.as_ns() / 1000),
                         cc.arcc().map(|a| a.ack_rate(i))
                     );

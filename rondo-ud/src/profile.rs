@@ -11,6 +11,8 @@
 //! | early-recovery threshold | 4 | 1024 | 4 |
 //! | pacing | on | off | off |
 //! | capacity probing | on | off | off |
+//! | forward-delay tolerance of the scheduler's start | 2 us | 300 us | 300 us |
+//! | ACKs | one per data packet | one per path and receive round (64 packets, 0 us) | the same |
 //!
 //! What each value rests on (measurements in `docs/udp.md`, `docs/verbs.md`,
 //! `docs/perf.md` and `docs/ibverbs.md`):
@@ -53,6 +55,28 @@
 //! - **No capacity probing**: probes sent up to the line rate cost a software
 //!   engine as much CPU as data packets; on UDP there is no switch priority queue to
 //!   drop them first either.
+//! - **The scheduler starts on forward-delay samples within 300 us** of their
+//!   estimate (8 in a row per path), not 2 us: a host stack's delay samples are
+//!   taken by a thread that runs in rounds and waits for a core, so they scatter by
+//!   tens of microseconds to milliseconds, and one packet's serialisation at the
+//!   fabric emulator's rates is 170-340 us. With 2 us the scheduler never started
+//!   over UDP (docs/fabric.md): `rondo testbed --hetero`, alternating runs, OOD avg
+//!   15.1 / 17.8 and p99 55 / 69 with 300 us against 49.6 / 45.6 and 92 / 108 with
+//!   2 us. In the simulator (`sim/scenarios/host-stalls.toml` with path 0's delay
+//!   at 4750 us, `--set host.stall_us=0 --set
+//!   transport.delay_stable_tolerance_us=300`): OOD avg 7.3, p99 18, against 53.8
+//!   and 61 with 2 us. On equal paths the started scheduler skips nothing, so
+//!   loopback runs do not change.
+//! - **An ACK per path and receive round** (`AckCoalesce { packets: 64, delay: 0 }`,
+//!   docs/engine.md "Coalesced ACKs"): a datapath round hands the engine up to a
+//!   batch of datagrams per path at one instant and sends after it, so each path's
+//!   ACKs of that round go out as one datagram with ACK blocks, and no ACK waits
+//!   longer than it did. `rondo perf` on loopback, 4 paths, six alternating pairs
+//!   (docs/perf.md, issue 16): the receiver's CPU per GB 0.298 -> 0.281 s at
+//!   64 KiB WRITEs and 0.454 -> 0.423 s at 4 KiB, the sender's 0.297 -> 0.257
+//!   and 0.484 -> 0.435, goodput 8.99 -> 10.6 and 5.86 -> 6.46 Gb/s (medians).
+//!   The verbs datapath runs in the same kind of rounds (completion polls of 64);
+//!   not measured on a NIC.
 //!
 //! The two presets merged here disagreed: the datapath's own (`udp::flow_config`,
 //! the verbs datapath's) had a 1 ms base RTT, a 2 ms RTO floor, 30 retries and the
@@ -62,7 +86,7 @@
 //! with the second (`docs/verbs.md`); `rondo perf` measures with the second.
 
 use rondo_proto::time::Duration;
-use rondo_proto::FlowConfig;
+use rondo_proto::{AckCoalesce, FlowConfig};
 
 /// The engine settings a datapath needs, applied over the paper's
 /// (`FlowConfig::default()`); the module documentation says why each value.
@@ -81,6 +105,11 @@ pub struct HostProfile {
     pub pacing: bool,
     /// Capacity probing.
     pub probing: bool,
+    /// How close a forward-delay sample must be to its estimate to count toward
+    /// starting the packet scheduler.
+    pub delay_stable_tolerance: Duration,
+    /// How the receiver coalesces ACKs.
+    pub ack_coalesce: AckCoalesce,
 }
 
 impl HostProfile {
@@ -92,6 +121,11 @@ impl HostProfile {
         early_recovery_threshold: 1024,
         pacing: false,
         probing: false,
+        delay_stable_tolerance: Duration::from_us(300),
+        ack_coalesce: AckCoalesce {
+            packets: 64,
+            delay: Duration::ZERO,
+        },
     };
 
     /// Over a NIC: the ibverbs UD datapath (`verbs`, cargo feature `verbs`).
@@ -119,6 +153,8 @@ impl HostProfile {
             early_recovery_threshold: self.early_recovery_threshold,
             pacing: self.pacing,
             probing: self.probing,
+            delay_stable_tolerance: self.delay_stable_tolerance,
+            ack_coalesce: Some(self.ack_coalesce),
             ..cfg
         }
     }
@@ -140,6 +176,9 @@ mod tests {
             (Duration::from_ms(25), 8, 1024)
         );
         assert!(!c.pacing && !c.probing);
+        assert_eq!(c.delay_stable_tolerance, Duration::from_us(300));
+        let acks = c.ack_coalesce.unwrap();
+        assert_eq!((acks.packets, acks.delay), (64, Duration::ZERO));
         let paper = FlowConfig::default();
         assert_eq!(
             (c.mtu, c.q0, c.scheduler),

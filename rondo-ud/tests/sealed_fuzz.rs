@@ -52,7 +52,13 @@ fn forged_headers_behind_the_check_reach_the_engine_and_do_not_stall_it() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        // The same cases every run (CI must not depend on luck); change it to explore.
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x0052_6f6e_646f),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn no_input_stalls_a_sealed_transfer(input in prop::collection::vec(any::<u8>(), 0..320)) {

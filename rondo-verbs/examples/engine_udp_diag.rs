@@ -197,7 +197,7 @@ fn main() {
             cc.window(i),
             cc.arcc().map(|a| a.margin(i)),
             cc.arcc().map(|a| a.ack_rate(i)),
-            p.inflight(),
+            c.paths().inflight(i),
             c.skip(i),
             p.forward_delay_ns().map(|d| (d / 1e3).round()),
         );

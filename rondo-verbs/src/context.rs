@@ -325,6 +325,16 @@ impl Context {
         self.with_host(|h, _| h.async_events.pop_front())
     }
 
+    /// Sets the hook that runs once for each async event queued (replacing any
+    /// earlier one), so that an application can block until one comes
+    /// (`ibv_get_async_event` on an event fd). It runs on whichever thread queues
+    /// the event, with the context's lock held: keep it short and do not call
+    /// into the context from it. Once this returns, the earlier hook is not
+    /// running and will not run again.
+    pub fn set_async_notify(&self, hook: crate::NotifyHook) {
+        self.with_host(|h, _| h.async_notify = Some(hook));
+    }
+
     /// Peak slots used in the NIC-level reorder buffer.
     pub fn reorder_peak_slots(&self) -> usize {
         self.with_host_ref(|h| h.endpoint.reorder_buffer().peak_used_slots())

@@ -1,18 +1,21 @@
 //! Completion queues.
 
 use crate::context::Context;
-use crate::types::WorkCompletion;
+use crate::types::{WcStatus, WorkCompletion};
 use crate::VerbsError;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// The queue the transport fills.
 #[derive(Debug)]
 pub(crate) struct CqShared {
-    queue: Mutex<VecDeque<WorkCompletion>>,
-    depth: usize,
+    /// Completions, each with whether it ends a solicited-only arming (a
+    /// solicited receive, or an error).
+    queue: Mutex<VecDeque<(WorkCompletion, bool)>>,
+    /// Entries it holds (changed only under the queue's lock: [`CompletionQueue::resize`]).
+    depth: AtomicUsize,
     /// The CQ's handle in async events.
     id: u32,
     overruns: AtomicU64,
@@ -27,8 +30,10 @@ pub(crate) struct CqShared {
     waiters: AtomicUsize,
     /// The completion notification hook ([`CompletionQueue::set_notify`]).
     notify: Mutex<Hook>,
-    /// One notification is armed ([`CompletionQueue::arm_notify`]).
-    armed: AtomicBool,
+    /// What the armed notification waits for: [`DISARMED`], [`NEXT`]
+    /// ([`CompletionQueue::arm_notify`]) or [`SOLICITED`]
+    /// ([`CompletionQueue::arm_notify_solicited`]).
+    armed: AtomicU8,
 }
 
 /// What a completion notification runs (`ibv_req_notify_cq`'s event).
@@ -48,6 +53,13 @@ impl core::fmt::Debug for Hook {
     }
 }
 
+/// No notification armed.
+const DISARMED: u8 = 0;
+/// Armed for the next completion.
+const NEXT: u8 = 1;
+/// Armed for the next solicited receive completion or error completion.
+const SOLICITED: u8 = 2;
+
 /// Handles of completion queues (process-wide, as they only name a CQ in events).
 static NEXT_CQ_ID: AtomicU32 = AtomicU32::new(1);
 
@@ -55,7 +67,7 @@ impl CqShared {
     pub(crate) fn new(depth: usize) -> CqShared {
         CqShared {
             queue: Mutex::new(VecDeque::with_capacity(depth.min(4096))),
-            depth,
+            depth: AtomicUsize::new(depth),
             id: NEXT_CQ_ID.fetch_add(1, Ordering::Relaxed),
             overruns: AtomicU64::new(0),
             overflowed: AtomicBool::new(false),
@@ -63,7 +75,7 @@ impl CqShared {
             ready: Condvar::new(),
             waiters: AtomicUsize::new(0),
             notify: Mutex::new(Hook::default()),
-            armed: AtomicBool::new(false),
+            armed: AtomicU8::new(DISARMED),
         }
     }
 
@@ -71,8 +83,15 @@ impl CqShared {
     /// NIC: the CQ goes to error and takes no more (counted in `overruns`); the host
     /// then reports it and moves its QPs to error ([`CqShared::take_overrun`]).
     pub(crate) fn push(&self, wc: WorkCompletion) {
+        self.push_solicited(wc, false);
+    }
+
+    /// Like [`CqShared::push`]; `solicited`: a receive completion of a request
+    /// that asked for a solicited event.
+    pub(crate) fn push_solicited(&self, wc: WorkCompletion, solicited: bool) {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-        if q.len() >= self.depth || self.overflowed.load(Ordering::Relaxed) {
+        if q.len() >= self.depth.load(Ordering::Relaxed) || self.overflowed.load(Ordering::Relaxed)
+        {
             self.overruns.fetch_add(1, Ordering::Relaxed);
             self.overflowed.store(true, Ordering::Release);
             // A waiter learns of the error from `poll`.
@@ -81,20 +100,31 @@ impl CqShared {
             }
             return;
         }
-        q.push_back(wc);
+        let event = solicited || wc.status != WcStatus::Success;
+        q.push_back((wc, event));
         // Counted under the queue's lock by a waiter before it checks for entries,
         // so a push either comes before that check or sees the waiter.
         if self.waiters.load(Ordering::Acquire) > 0 {
             self.ready.notify_all();
         }
         drop(q);
-        self.fire_if_armed();
+        self.fire_if_armed(event);
     }
 
-    /// Runs the hook once if a notification is armed (outside the queue's lock, so
-    /// that the hook may poll).
-    fn fire_if_armed(&self) {
-        if self.armed.load(Ordering::Acquire) && self.armed.swap(false, Ordering::AcqRel) {
+    /// Runs the hook once if a notification is armed for this completion (any
+    /// when armed for the next, a solicited or error one when armed for those),
+    /// outside the queue's lock, so that the hook may poll.
+    fn fire_if_armed(&self, event: bool) {
+        let want = self.armed.load(Ordering::Acquire);
+        if want == DISARMED || (want == SOLICITED && !event) {
+            return;
+        }
+        // Lost only to another firing, or to an arming that checks the queue.
+        if self
+            .armed
+            .compare_exchange(want, DISARMED, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
             let hook = self
                 .notify
                 .lock()
@@ -128,7 +158,7 @@ impl CqShared {
     pub(crate) fn drain(&self, out: &mut [WorkCompletion]) -> usize {
         let mut q = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         let n = out.len().min(q.len());
-        for (slot, wc) in out.iter_mut().zip(q.drain(..n)) {
+        for (slot, (wc, _)) in out.iter_mut().zip(q.drain(..n)) {
             *slot = wc;
         }
         n
@@ -150,7 +180,7 @@ impl CqShared {
         if self.overflowed() {
             return Err(VerbsError::CqOverrun {
                 cq: self.id,
-                depth: self.depth,
+                depth: self.depth.load(Ordering::Relaxed),
             });
         }
         Ok(0)
@@ -178,7 +208,7 @@ pub struct CompletionQueue {
 impl core::fmt::Debug for CompletionQueue {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("CompletionQueue")
-            .field("depth", &self.inner.shared.depth)
+            .field("depth", &self.depth())
             .finish()
     }
 }
@@ -296,10 +326,63 @@ impl CompletionQueue {
     /// Arming twice before it fires still fires once.
     pub fn arm_notify(&self) {
         let shared = &self.inner.shared;
-        shared.armed.store(true, Ordering::Release);
+        shared.armed.store(NEXT, Ordering::Release);
         if !shared.is_empty() {
-            shared.fire_if_armed();
+            shared.fire_if_armed(true);
         }
+    }
+
+    /// Arms one solicited-only notification (`ibv_req_notify_cq` with
+    /// `solicited_only`): the hook runs once, for the next receive completion of a
+    /// request posted with [`SendWr::solicited`](crate::SendWr::solicited) or the
+    /// next completion in error, or at once if the queue holds such a one. A CQ
+    /// armed for the next completion stays armed for it.
+    pub fn arm_notify_solicited(&self) {
+        let shared = &self.inner.shared;
+        let _ =
+            shared
+                .armed
+                .compare_exchange(DISARMED, SOLICITED, Ordering::AcqRel, Ordering::Acquire);
+        let queued = shared
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|(_, event)| *event);
+        if queued {
+            shared.fire_if_armed(true);
+        }
+    }
+
+    /// The number of entries the CQ holds.
+    pub fn depth(&self) -> usize {
+        self.inner.shared.depth.load(Ordering::Relaxed)
+    }
+
+    /// Changes the number of entries the CQ holds (`ibv_resize_cq`), keeping the
+    /// completions it holds. A depth of 0, or below the completions queued now, is
+    /// an [`VerbsError::InvalidAttr`] and changes nothing; so is resizing a CQ that
+    /// overran (it is in error, as a NIC's).
+    pub fn resize(&self, depth: usize) -> Result<(), VerbsError> {
+        let shared = &self.inner.shared;
+        let q = shared.queue.lock().unwrap_or_else(|p| p.into_inner());
+        let refuse = |reason: String| {
+            Err(VerbsError::InvalidAttr {
+                name: "depth",
+                reason,
+            })
+        };
+        if shared.overflowed() {
+            return refuse("the CQ overran and is in error; create a new one".into());
+        }
+        if depth == 0 || depth < q.len() {
+            return refuse(format!(
+                "{depth}; the CQ holds {} completions now: poll them first, or give at least that many (and 1)",
+                q.len()
+            ));
+        }
+        shared.depth.store(depth, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Completions lost because they arrived while the queue held `depth` entries,

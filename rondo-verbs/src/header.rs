@@ -14,7 +14,9 @@
 //! |                 length (u64)                  | 32
 //! +-----------------------------------------------+  40, then the payload
 //! ```
-//! Big-endian. `flags` bit 0: `imm` is present.
+//! Big-endian. `flags` bit 0: `imm` is present; bit 1: the request is solicited
+//! (`IBV_SEND_SOLICITED`: its receive completion fires a solicited-only
+//! notification).
 
 use thiserror::Error;
 
@@ -49,6 +51,8 @@ pub(crate) struct Header {
     pub op: MsgOp,
     pub status: AckStatus,
     pub imm: Option<u32>,
+    /// The requester asked for a solicited event (flags bit 1).
+    pub solicited: bool,
     pub req_id: u64,
     pub addr: u64,
     pub rkey: u32,
@@ -92,6 +96,7 @@ impl Header {
             op,
             status: AckStatus::Ok,
             imm: None,
+            solicited: false,
             req_id,
             addr: 0,
             rkey: 0,
@@ -136,6 +141,7 @@ impl Header {
             op,
             status,
             imm,
+            solicited: msg[3] & 2 != 0,
             req_id: u64_at(msg, 8),
             addr: u64_at(msg, 16),
             rkey: u32_at(msg, 24),
@@ -149,7 +155,7 @@ impl Header {
         out[0] = VERSION;
         out[1] = self.op as u8;
         out[2] = self.status as u8;
-        out[3] = u8::from(self.imm.is_some());
+        out[3] = u8::from(self.imm.is_some()) | u8::from(self.solicited) << 1;
         out[4..8].copy_from_slice(&self.imm.unwrap_or(0).to_be_bytes());
         out[8..16].copy_from_slice(&self.req_id.to_be_bytes());
         out[16..24].copy_from_slice(&self.addr.to_be_bytes());
@@ -179,6 +185,7 @@ mod tests {
             op: MsgOp::Write,
             status: AckStatus::RemAccess,
             imm: Some(0xdead_beef),
+            solicited: true,
             req_id: 77,
             addr: 0x1234_5678_9abc,
             rkey: 0xfeed,

@@ -32,6 +32,15 @@ pub(crate) trait Rounds {
     fn until_timer(&self) -> Option<Duration>;
 }
 
+/// The routes of a datapath: one per connected flow, forgotten when a destroyed
+/// QP's connection is retired.
+pub(crate) trait Routes {
+    /// Forgets the route of `flow`.
+    fn remove_route(&mut self, flow: u32);
+    /// Flows with a route.
+    fn route_count(&self) -> usize;
+}
+
 /// How an idle progress thread sleeps.
 pub(crate) trait Sleep {
     /// Called with the state locked, right before a sleep: what is posted from now
@@ -144,20 +153,26 @@ impl<D> Driven<D> {
     }
 }
 
-impl<D: Datapath> Rounds for Driven<D>
+impl<D: Datapath + Routes> Rounds for Driven<D>
 where
     D::Error: std::fmt::Display,
 {
     fn round(&mut self) -> bool {
         let mut host = ByCopy(&mut self.host);
-        match rondo_ud::datapath::poll(&mut self.dp, &mut host, &self.clock, Duration::ZERO) {
-            Ok(o) => o.received + o.sent > 0,
-            Err(e) => {
-                self.round_errors += 1;
-                self.last_error = Some(e.to_string());
-                false
-            }
+        let moved =
+            match rondo_ud::datapath::poll(&mut self.dp, &mut host, &self.clock, Duration::ZERO) {
+                Ok(o) => o.received + o.sent > 0,
+                Err(e) => {
+                    self.round_errors += 1;
+                    self.last_error = Some(e.to_string());
+                    false
+                }
+            };
+        // Destroyed QPs whose connections are gone: their routes go too.
+        for flow in self.host.retired.drain(..) {
+            self.dp.remove_route(flow);
         }
+        moved
     }
 
     fn until_timer(&self) -> Option<Duration> {
@@ -184,7 +199,7 @@ pub(crate) struct Progress<D, S, L> {
 
 impl<D, S, L> Progress<D, S, L>
 where
-    D: Datapath + Send + 'static,
+    D: Datapath + Routes + Send + 'static,
     D::Error: std::fmt::Display,
     S: Sleep + Send + 'static,
 {
@@ -267,9 +282,13 @@ where
         });
     }
 
-    /// The host's counters and those of the fault injection.
+    /// The host's counters, those of the fault injection, and the routes.
     pub(crate) fn stats(&self) -> ContextStats {
-        self.lock().host.context_stats()
+        let s = self.lock();
+        ContextStats {
+            routes: s.dp.route_count() as u64,
+            ..s.host.context_stats()
+        }
     }
 }
 

@@ -100,6 +100,10 @@ pub struct SendWr {
     pub imm: Option<u32>,
     /// Whether a successful completion is reported (errors always are).
     pub signaled: bool,
+    /// SEND and WRITE_WITH_IMM: the receive completion at the peer fires a
+    /// solicited-only notification (`IBV_SEND_SOLICITED`,
+    /// [`CompletionQueue::arm_notify_solicited`](crate::CompletionQueue::arm_notify_solicited)).
+    pub solicited: bool,
 }
 
 impl SendWr {
@@ -112,6 +116,7 @@ impl SendWr {
             remote: None,
             imm: None,
             signaled: true,
+            solicited: false,
         }
     }
     /// A signaled RDMA WRITE of `sg_list` to `remote`.
@@ -469,6 +474,9 @@ pub struct ContextStats {
     /// destroyed QP's key goes when its connection does, after it stopped refusing
     /// requests).
     pub auth_flows: u64,
+    /// `udp`, `verbs`: flows the datapath has a route for (a gauge: a destroyed
+    /// QP's route goes with its connection, as its key).
+    pub routes: u64,
 }
 
 /// One device a [`crate::Context`] can open.

@@ -13,7 +13,7 @@
 //! one datapath round. `docs/verbs.md` has the measurements behind these choices.
 
 use crate::host::{Keys, VerbsHost};
-use crate::progress::{Driven, Policy, Progress, Sleep};
+use crate::progress::{Driven, Policy, Progress, Routes, Sleep};
 use crate::types::ContextStats;
 use crate::VerbsError;
 use rondo_proto::rng::Rng;
@@ -81,6 +81,9 @@ pub(crate) struct UdpHost {
     held: Option<(Instant, u16, Vec<u8>, bool)>,
     pub dropped: u64,
     pub reordered: u64,
+    /// Flows of destroyed QPs whose connections are gone: the datapath forgets
+    /// their routes.
+    pub retired: Vec<u32>,
 }
 
 impl UdpHost {
@@ -97,6 +100,7 @@ impl UdpHost {
             held: None,
             dropped: 0,
             reordered: 0,
+            retired: Vec::new(),
         }
     }
 
@@ -138,9 +142,11 @@ impl Host for UdpHost {
             }
         }
         self.host.handle_timeout(now);
-        // Destroyed QPs whose connections are gone: their keys go too.
+        // Destroyed QPs whose connections are gone: their keys go too, and their
+        // routes after this round.
         for flow in self.host.inner_mut().take_retired() {
             self.host.remove_flow(flow);
+            self.retired.push(flow);
         }
     }
     fn poll_transmit<B: TxBuffer + ?Sized>(
@@ -171,6 +177,15 @@ impl Sleep for Waiter {
 
     fn sleep(&mut self, d: std::time::Duration) -> bool {
         self.wait(d).is_ok_and(|ready| ready)
+    }
+}
+
+impl Routes for UdpDatapath {
+    fn remove_route(&mut self, flow: u32) {
+        self.remove_peer(flow);
+    }
+    fn route_count(&self) -> usize {
+        self.peer_count()
     }
 }
 

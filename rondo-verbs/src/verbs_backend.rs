@@ -21,7 +21,7 @@
 //! loop (`crate::progress`, over `rondo_ud::datapath`).
 
 use crate::host::{Keys, VerbsHost};
-use crate::progress::{Driven, Policy, Progress, Sleep};
+use crate::progress::{Driven, Policy, Progress, Routes, Sleep};
 use crate::udp::UdpHost;
 use crate::VerbsError;
 use rondo_proto::{Endpoint, FlowConfig};
@@ -182,6 +182,15 @@ impl Sleep for Nap {
     fn sleep(&mut self, d: Duration) -> bool {
         std::thread::sleep(d);
         false
+    }
+}
+
+impl Routes for VerbsDatapath {
+    fn remove_route(&mut self, flow: u32) {
+        self.remove_peer(flow);
+    }
+    fn route_count(&self) -> usize {
+        self.peer_count()
     }
 }
 

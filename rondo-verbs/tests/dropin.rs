@@ -162,6 +162,54 @@ fn an_armed_notification_fires_once_on_the_next_completion_or_at_once_when_not_e
 }
 
 #[test]
+fn a_solicited_only_notification_waits_for_a_solicited_receive_or_an_error() {
+    let p = pair(4096);
+    let fired = Arc::new(AtomicUsize::new(0));
+    let f = fired.clone();
+    p.b.cq.set_notify(Arc::new(move || {
+        f.fetch_add(1, Ordering::SeqCst);
+    }));
+    let post_recv = |id| {
+        p.b.qp
+            .post_recv(&RecvWr {
+                wr_id: id,
+                sg_list: vec![Sge::new(&p.b.mr, 0, 64)],
+            })
+            .unwrap();
+    };
+    let send = |id, solicited| {
+        post_recv(id);
+        let wr = SendWr {
+            solicited,
+            ..SendWr::send(id, vec![Sge::new(&p.a.mr, 0, 8)])
+        };
+        p.a.qp.post_send(&wr).unwrap();
+        assert_eq!(one(&p.b.cq).wr_id, id);
+    };
+    p.b.cq.arm_notify_solicited();
+    send(1, false);
+    assert_eq!(fired.load(Ordering::SeqCst), 0, "an unsolicited SEND");
+    send(2, true);
+    assert_eq!(fired.load(Ordering::SeqCst), 1, "a solicited SEND");
+    send(3, true);
+    assert_eq!(fired.load(Ordering::SeqCst), 1, "fired once per arming");
+    // Armed for solicited on a queue holding only an unsolicited one: nothing yet.
+    send(4, false);
+    post_recv(5);
+    p.a.qp
+        .post_send(&SendWr::send(5, vec![Sge::new(&p.a.mr, 0, 8)]))
+        .unwrap();
+    p.fabric.run_until(p.fabric.now() + Duration::from_ms(5));
+    p.b.cq.arm_notify_solicited();
+    assert_eq!(fired.load(Ordering::SeqCst), 1, "an unsolicited one queued");
+    assert_eq!(one(&p.b.cq).wr_id, 5);
+    // An error completion fires it: a flushed receive.
+    post_recv(6);
+    p.b.qp.set_error();
+    assert_eq!(fired.load(Ordering::SeqCst), 2, "a flushed receive");
+}
+
+#[test]
 fn set_error_flushes_outstanding_sends_and_receives_and_everything_posted_after() {
     let p = pair(4096);
     p.b.qp

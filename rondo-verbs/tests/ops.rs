@@ -473,3 +473,44 @@ fn handles_can_move_between_threads() {
     .unwrap();
     assert_eq!(status, WcStatus::Success);
 }
+
+/// The RC models keep ConnectX-7's 16 outstanding READs (paper App. A): the
+/// 17th READ, and the WRITE posted after it, wait in the send queue until a
+/// response completes an earlier READ; every request then completes in order.
+/// Rondo's own QPs have no such limit.
+#[test]
+fn rc_models_hold_reads_beyond_sixteen_outstanding() {
+    for (transport, first_sent) in [("rc-sr", 16), ("rc-gbn", 16), ("rondo", 21)] {
+        let mut attr = QpInitAttr::default();
+        attr.flow.transport = transport.parse().unwrap();
+        let p = pair_with(FabricConfig::default(), 7, attr, 1 << 16);
+        p.b.mr.write(0, &pattern(5, 20 * 64)).unwrap();
+        for i in 0..20u64 {
+            let at = i as usize * 64;
+            p.a.qp
+                .post_send(&SendWr::read(
+                    i,
+                    vec![Sge::new(&p.a.mr, at, 64)],
+                    remote(&p.b.mr, at as u64),
+                ))
+                .unwrap();
+        }
+        p.a.mr.write(4096, b"after").unwrap();
+        p.a.qp
+            .post_send(&SendWr::write(
+                20,
+                vec![Sge::new(&p.a.mr, 4096, 5)],
+                remote(&p.b.mr, 4096),
+            ))
+            .unwrap();
+        assert_eq!(p.a.qp.stats().requests_sent, first_sent, "{transport}");
+        let wcs = p.a.cq.poll_n(21, 1_000_000).unwrap();
+        let ids: Vec<u64> = wcs.iter().map(|wc| wc.wr_id).collect();
+        assert_eq!(ids, (0..21).collect::<Vec<_>>(), "{transport}");
+        assert!(wcs.iter().all(|wc| wc.status == WcStatus::Success));
+        assert_eq!(p.a.qp.stats().requests_sent, 21, "{transport}");
+        let mut got = vec![0; 20 * 64];
+        p.a.mr.read(0, &mut got).unwrap();
+        assert_eq!(got, pattern(5, 20 * 64), "{transport}");
+    }
+}

@@ -80,7 +80,13 @@ fn sges(mr: &MemoryRegion, off: usize, len: usize, pieces: usize) -> Vec<Sge> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: 12,
+        // The same cases every run (CI must not depend on luck); change it to explore.
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x0052_6f6e_646f),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
     #[test]
     fn regions_match_a_sequential_model(seed in 1u64..1000, ops in proptest::collection::vec(op(), 1..16)) {
         let fabric = FabricConfig::uniform(4, 25.0, 2.0).with_loss(0.01).with_jitter(Duration::from_us(3));

@@ -118,6 +118,20 @@ impl Default for SwitchConfig {
     }
 }
 
+/// Hosts that stop now and then, as a software datapath does when its thread waits
+/// for a core: at random times (gaps drawn from an exponential distribution of mean
+/// `mean_gap`, each host from its own seeded stream) a host stops for a time drawn
+/// uniformly from half to one and a half `length`. While stopped it handles nothing:
+/// arriving datagrams wait (as in a socket's receive buffer) and are handled, in
+/// arrival order, when it resumes; its timers fire then; it sends nothing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostStalls {
+    /// Mean time from the end of one stall to the start of the next.
+    pub mean_gap: rondo_proto::time::Duration,
+    /// Mean length of a stall.
+    pub length: rondo_proto::time::Duration,
+}
+
 /// Whole-simulation configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimConfig {
@@ -129,6 +143,8 @@ pub struct SimConfig {
     pub reorder_buffer_bytes: usize,
     /// Switch queues.
     pub switch: SwitchConfig,
+    /// Hosts that stall now and then (default: never).
+    pub host_stalls: Option<HostStalls>,
 }
 
 impl Default for SimConfig {
@@ -138,6 +154,7 @@ impl Default for SimConfig {
             mtu: 1500,
             reorder_buffer_bytes: 1200 * 1024,
             switch: SwitchConfig::default(),
+            host_stalls: None,
         }
     }
 }
@@ -148,6 +165,17 @@ impl SimConfig {
         let min_mtu = rondo_proto::wire::DATA_HEADER_LEN + 1;
         if !(min_mtu..=9216).contains(&self.mtu) {
             return Err(config_err("mtu", self.mtu, "49 to 9216 bytes"));
+        }
+        if let Some(h) = &self.host_stalls {
+            if h.mean_gap == rondo_proto::time::Duration::ZERO
+                || h.length == rondo_proto::time::Duration::ZERO
+            {
+                return Err(config_err(
+                    "host stalls",
+                    format!("gap {:?}, length {:?}", h.mean_gap, h.length),
+                    "a gap and a length above 0",
+                ));
+            }
         }
         let s = &self.switch;
         if s.buffer_bytes < self.mtu as u64 {

@@ -56,7 +56,7 @@ mod sim;
 mod topology;
 mod trace;
 
-pub use config::{EcnConfig, PfcConfig, Routing, SimConfig, SwitchConfig};
+pub use config::{EcnConfig, HostStalls, PfcConfig, Routing, SimConfig, SwitchConfig};
 pub use error::SimError;
 pub use pair::Testbed;
 pub use sim::metrics::{Drops, Metrics, RetxMetrics};

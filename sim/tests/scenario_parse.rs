@@ -394,7 +394,12 @@ mod never_panics {
     use rondo_sim::scenario::{parse, Override};
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
+        #![proptest_config(ProptestConfig {
+            // The same cases every run (CI must not depend on luck); change it to explore.
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x0052_6f6e_646f),
+            failure_persistence: None,
+            ..ProptestConfig::with_cases(256)
+        })]
 
         /// Any override, well formed or not, gives a scenario or an error.
         #[test]

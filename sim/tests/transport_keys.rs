@@ -1,4 +1,5 @@
-//! `transport.base_rtt` and `transport.update_interval_rtts` reach the engine.
+//! `transport.base_rtt`, `transport.update_interval_rtts`,
+//! `transport.receiver_span` and the baselines' parameters reach the engine.
 
 use rondo_sim::scenario::{parse, run, Override, Report, RunOptions};
 
@@ -47,4 +48,46 @@ fn topology_base_rtt_and_update_interval_change_the_run_and_bad_values_are_refus
     .unwrap_err()
     .to_string();
     assert!(e.contains("measured") && e.contains("topology"), "{e}");
+}
+
+#[test]
+fn the_receiver_span_can_be_switched_per_run() {
+    // A reorder buffer of 8 slots: swift-rps is refused packets.
+    let small = [
+        "transport.kind=\"swift-rps\"",
+        "transport.reorder_buffer_kb=12",
+    ];
+    let free = report(&small);
+    assert!(free.drops.reorder_buffer > 0, "{:?}", free.drops);
+    let held = report(&[small[0], small[1], "transport.receiver_span=true"]);
+    assert_ne!(held.drops, free.drops, "the span holds swift-rps back");
+    assert_eq!(
+        report(&[small[0], small[1], "transport.receiver_span=false"]),
+        free,
+        "the baselines' default"
+    );
+}
+
+#[test]
+fn baseline_parameters_reach_their_controllers_and_bad_values_are_refused() {
+    let ecmp = report(&["transport.kind=\"ecmp\""]);
+    let slow = report(&["transport.kind=\"ecmp\"", "transport.dcqcn_rai=0.001"]);
+    assert_ne!(slow.goodput_gbps, ecmp.goodput_gbps, "R_AI reaches DCQCN");
+    let swift = report(&["transport.kind=\"swift-rps\""]);
+    let narrow = report(&["transport.kind=\"swift-rps\"", "transport.swift_fs_range=1"]);
+    assert_ne!(
+        narrow.ood, swift.ood,
+        "the flow-scaling range reaches Swift"
+    );
+    let text = "duration_us = 10\n[topology]\nkind = \"parallel\"\npaths = [{ gbps = 10, delay_us = 1.0 }]\n\
+                [workload]\nkind = \"long_flows\"\nflows = 1\n";
+    for bad in ["transport.dcqcn_rai=0", "transport.swift_fs_range=-1"] {
+        let e = parse("k.toml", text, &[Override::parse(bad).unwrap()])
+            .and_then(|s| s.check("k.toml"))
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        let key = bad.split('=').next().unwrap();
+        assert!(e.contains(key), "{e}");
+    }
 }

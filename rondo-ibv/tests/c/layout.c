@@ -83,6 +83,7 @@ int main(void)
 	OFF(ibv_port_attr, link_layer); OFF(ibv_port_attr, flags); OFF(ibv_port_attr, port_cap_flags2);
 	SZ(ibv_gid_entry); OFF(ibv_gid_entry, gid); OFF(ibv_gid_entry, gid_index);
 	OFF(ibv_gid_entry, port_num); OFF(ibv_gid_entry, gid_type); OFF(ibv_gid_entry, ndev_ifindex);
+	SZ(ibv_async_event); OFF(ibv_async_event, element); OFF(ibv_async_event, event_type);
 
 	SLOT("ops", ibv_context_ops, poll_cq); SLOT("ops", ibv_context_ops, req_notify_cq);
 	SLOT("ops", ibv_context_ops, post_srq_recv); SLOT("ops", ibv_context_ops, post_send);

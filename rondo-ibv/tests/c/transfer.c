@@ -1,11 +1,17 @@
 /* Our own verbs program, run under the drop-in by tests/transfer.rs: two contexts
- * of rondo0 in one process, one RC QP each, connected the usual way (GID, LID, QP
- * number at RTR). SEND, WRITE_WITH_IMM and READ of 1 B to 1 MiB with every byte
- * checked (run under injected loss and reordering), then a WRITE with a wrong rkey
- * must complete with IBV_WC_REM_ACCESS_ERR. Exit 0 when everything held. */
+ * of rondo0 (or the device named by the first argument, GID index the second) in
+ * one process, one RC QP each, connected the usual way (GID, LID, QP number at
+ * RTR). SEND, WRITE_WITH_IMM and READ of 1 B to 1 MiB with every byte checked (run
+ * under injected loss and reordering); ibv_query_device_ex; a solicited-only
+ * notification that waits for a solicited SEND; a CQ resized below what a third
+ * pair's WRITEs complete overruns and is reported by ibv_get_async_event; then a
+ * WRITE with a wrong rkey must complete with IBV_WC_REM_ACCESS_ERR. Exit 0 when
+ * everything held. */
 #include <infiniband/verbs.h>
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +23,7 @@
 
 struct side {
 	struct ibv_context *ctx;
+	struct ibv_comp_channel *ch;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
@@ -25,6 +32,8 @@ struct side {
 	uint16_t lid;
 	union ibv_gid gid;
 };
+
+static int gid_index;
 
 static void open_side(struct ibv_device *dev, struct side *s)
 {
@@ -35,12 +44,15 @@ static void open_side(struct ibv_device *dev, struct side *s)
 	s->ctx = ibv_open_device(dev);
 	if (!s->ctx) FAIL("ibv_open_device");
 	s->pd = ibv_alloc_pd(s->ctx);
-	s->cq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	if (!s->pd) FAIL("ibv_alloc_pd");
+	s->ch = ibv_create_comp_channel(s->ctx);
+	if (!s->ch) FAIL("ibv_create_comp_channel");
+	s->cq = ibv_create_cq(s->ctx, 64, NULL, s->ch, 0);
 	s->buf = aligned_alloc(4096, 2 * MAX + 4096);
 	memset(s->buf, 0, 2 * MAX + 4096);
 	s->mr = ibv_reg_mr(s->pd, s->buf, 2 * MAX + 4096,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	if (!s->pd || !s->cq || !s->mr) FAIL("pd/cq/mr");
+	if (!s->cq || !s->mr) FAIL("cq/mr");
 	init.send_cq = s->cq;
 	init.recv_cq = s->cq;
 	init.cap.max_send_wr = 16;
@@ -57,7 +69,7 @@ static void open_side(struct ibv_device *dev, struct side *s)
 		FAIL("to INIT");
 	if (ibv_query_port(s->ctx, 1, &port) || port.state != IBV_PORT_ACTIVE) FAIL("port");
 	s->lid = port.lid;
-	if (ibv_query_gid(s->ctx, 1, 0, &s->gid)) FAIL("gid");
+	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid)) FAIL("gid");
 }
 
 static void connect_side(struct side *s, struct side *peer)
@@ -73,6 +85,7 @@ static void connect_side(struct side *s, struct side *peer)
 	attr.ah_attr.is_global = 1;
 	attr.ah_attr.grh.dgid = peer->gid;
 	attr.ah_attr.grh.hop_limit = 1;
+	attr.ah_attr.grh.sgid_index = (uint8_t)gid_index;
 	attr.ah_attr.dlid = peer->lid;
 	attr.ah_attr.port_num = 1;
 	if (ibv_modify_qp(s->qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -183,17 +196,109 @@ static void check_wc(struct ibv_wc wc, uint64_t id, enum ibv_wc_opcode op, const
 						 (unsigned long long)wc.wr_id, wc.opcode);
 }
 
-int main(void)
+/* ibv_query_device_ex answers as ibv_query_device (the drop-in leaves the
+ * extended slot empty: verbs.h falls back to the plain call). */
+static void query_device_ex(struct side *s)
 {
+	struct ibv_device_attr plain;
+	struct ibv_device_attr_ex ex;
+
+	memset(&ex, 0xff, sizeof(ex));
+	if (ibv_query_device(s->ctx, &plain)) FAIL("ibv_query_device");
+	if (ibv_query_device_ex(s->ctx, NULL, &ex)) FAIL("ibv_query_device_ex");
+	if (memcmp(&plain, &ex.orig_attr, sizeof(plain)) || ex.comp_mask || ex.completion_timestamp_mask)
+		FAIL("ibv_query_device_ex differs from ibv_query_device");
+	printf("ibv_query_device_ex ok\n");
+}
+
+/* Whether `s`'s channel has an event now (the fd is non-blocking). */
+static int cq_event(struct side *s)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+
+	if (ibv_get_cq_event(s->ch, &cq, &ctx)) {
+		if (errno != EAGAIN) FAIL("ibv_get_cq_event: %s", strerror(errno));
+		return 0;
+	}
+	if (cq != s->cq) FAIL("ibv_get_cq_event: another CQ");
+	ibv_ack_cq_events(cq, 1);
+	return 1;
+}
+
+static void post(struct side *s, enum ibv_wr_opcode op, size_t off, size_t len, uint64_t raddr,
+		 uint32_t rkey, uint32_t imm, uint64_t id);
+static void post_recv(struct side *s, size_t off, size_t len, uint64_t id);
+static struct ibv_wc one(struct ibv_cq *cq, const char *what);
+
+/* A notification armed with solicited_only fires for a SEND posted with
+ * IBV_SEND_SOLICITED, not for one without. */
+static void solicited(struct side *a, struct side *b, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)a->buf, .length = 8, .lkey = a->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (fcntl(b->ch->fd, F_SETFL, fcntl(b->ch->fd, F_GETFL) | O_NONBLOCK)) FAIL("fcntl");
+	while (cq_event(b)) {}
+	if (ibv_req_notify_cq(b->cq, 1)) FAIL("ibv_req_notify_cq(solicited_only)");
+	post_recv(b, 0, 64, id);
+	if (ibv_post_send(a->qp, &wr, &bad)) FAIL("ibv_post_send");
+	one(a->cq, "unsolicited SEND");
+	one(b->cq, "unsolicited RECV");
+	if (cq_event(b)) FAIL("an unsolicited SEND fired a solicited-only notification");
+	post_recv(b, 0, 64, id + 1);
+	wr.wr_id = id + 1;
+	wr.send_flags |= IBV_SEND_SOLICITED;
+	if (ibv_post_send(a->qp, &wr, &bad)) FAIL("ibv_post_send");
+	one(a->cq, "solicited SEND");
+	one(b->cq, "solicited RECV");
+	if (!cq_event(b)) FAIL("a solicited SEND fired no solicited-only notification");
+	printf("solicited-only notification ok\n");
+}
+
+/* A CQ resized to 2 entries overruns on the third of four unpolled WRITEs: the
+ * context reports IBV_EVENT_CQ_ERR for it, then IBV_EVENT_QP_FATAL for its QP. */
+static void overrun(struct ibv_device *dev)
+{
+	struct side c, d;
+	struct ibv_async_event ev;
+	struct pollfd pfd;
+
+	open_side(dev, &c);
+	open_side(dev, &d);
+	connect_side(&c, &d);
+	connect_side(&d, &c);
+	if (ibv_resize_cq(c.cq, 2)) FAIL("ibv_resize_cq to 2");
+	for (int i = 0; i < 4; i++)
+		post(&c, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)d.buf, d.mr->rkey, 0, (uint64_t)i);
+	pfd.fd = c.ctx->async_fd;
+	pfd.events = POLLIN;
+	for (int k = 0; k < 2; k++) {
+		if (poll(&pfd, 1, 30000) != 1) FAIL("no async event within 30 s");
+		if (ibv_get_async_event(c.ctx, &ev)) FAIL("ibv_get_async_event");
+		if (k == 0 && (ev.event_type != IBV_EVENT_CQ_ERR || ev.element.cq != c.cq))
+			FAIL("first async event %d, not IBV_EVENT_CQ_ERR of the CQ", ev.event_type);
+		if (k == 1 && (ev.event_type != IBV_EVENT_QP_FATAL || ev.element.qp != c.qp))
+			FAIL("second async event %d, not IBV_EVENT_QP_FATAL of the QP", ev.event_type);
+		ibv_ack_async_event(&ev);
+	}
+	printf("CQ overrun: async events CQ_ERR, QP_FATAL\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *name = argc > 1 ? argv[1] : "rondo0";
 	static const size_t sizes[] = { 1, 2, 63, 4096, 8999, 65537, 300000, MAX };
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_device *dev = NULL;
 	struct side a, b;
 	uint64_t id = 1;
 
+	gid_index = argc > 2 ? atoi(argv[2]) : 0;
 	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), "rondo0")) dev = list[i];
-	if (!dev) FAIL("no rondo0 (is librondo_ibv.so preloaded?)");
+		if (!strcmp(ibv_get_device_name(list[i]), name)) dev = list[i];
+	if (!dev) FAIL("no %s (is librondo_ibv.so preloaded?)", name);
 	open_side(dev, &a);
 	open_side(dev, &b);
 	connect_side(&a, &b);
@@ -239,6 +344,11 @@ int main(void)
 		printf("%zu B: SEND, WRITE_WITH_IMM, READ ok\n", n);
 	}
 
+	query_device_ex(&a);
+	solicited(&a, &b, id);
+	id += 2;
+	overrun(dev);
+
 	/* A wrong rkey. */
 	post(&a, IBV_WR_RDMA_WRITE, 0, 16, (uintptr_t)b.buf, b.mr->rkey ^ 0x5a5a, 0, id);
 	{
@@ -253,6 +363,8 @@ int main(void)
 	ibv_dereg_mr(b.mr);
 	ibv_destroy_cq(a.cq);
 	ibv_destroy_cq(b.cq);
+	ibv_destroy_comp_channel(a.ch);
+	ibv_destroy_comp_channel(b.ch);
 	ibv_dealloc_pd(a.pd);
 	ibv_dealloc_pd(b.pd);
 	ibv_close_device(a.ctx);

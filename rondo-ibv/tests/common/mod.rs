@@ -44,6 +44,28 @@ pub fn have(prog: &str) -> bool {
     found
 }
 
+/// Builds C program `tests/c/<name>.c` (with `args` after the source) into a
+/// scratch directory; the path of the result.
+pub fn build_c(name: &str, out: &str, args: &[&str]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rondo-ibv-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a scratch directory");
+    let exe = dir.join(out);
+    let src = format!("{}/tests/c/{name}.c", env!("CARGO_MANIFEST_DIR"));
+    let cc = Command::new("cc")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(src)
+        .args(args)
+        .output()
+        .expect("cc");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    exe
+}
+
 /// A TCP port free right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -122,6 +144,12 @@ impl End {
             ),
         }
     }
+}
+
+/// Runs `prog` under the drop-in with `args` and `env` added, within `limit`.
+pub fn run(prog: &str, args: &[&str], env: &[(&str, &str)], limit: Duration) -> End {
+    let child = preloaded(prog, args, env).spawn().expect(prog);
+    End::of(finish(child, limit))
 }
 
 /// Runs `prog` as server (`args` plus the port option) and as client (the same plus

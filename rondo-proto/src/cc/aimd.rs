@@ -4,7 +4,7 @@
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::FlowConfig;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -44,8 +44,8 @@ impl Aimd {
         self.window
     }
 
-    fn open(&self, paths: &[PathState]) -> f64 {
-        let inflight: u32 = paths.iter().map(|p| p.inflight).sum();
+    fn open(&self, paths: &Paths) -> f64 {
+        let inflight = paths.in_flight();
         (self.window - f64::from(inflight)).max(0.0)
     }
 
@@ -61,7 +61,7 @@ impl Aimd {
     }
 
     /// The largest smoothed RTT of the flow's paths, the RTT that spaces cuts.
-    fn rtt(&self, paths: &[PathState]) -> Duration {
+    fn rtt(&self, paths: &Paths) -> Duration {
         paths
             .iter()
             .filter_map(|p| p.srtt)
@@ -71,11 +71,11 @@ impl Aimd {
 }
 
 impl CongestionControl for Aimd {
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]) {
         super::open_on_paths_up(self.open(paths), paths, open);
     }
 
-    fn any_open(&self, paths: &[PathState]) -> bool {
+    fn any_open(&self, paths: &Paths) -> bool {
         super::any_open_on_paths_up(self.open(paths), paths)
     }
 
@@ -83,7 +83,7 @@ impl CongestionControl for Aimd {
         self.window
     }
 
-    fn on_ack(&mut self, _now: Instant, ack: &AckSample, _paths: &[PathState]) {
+    fn on_ack(&mut self, _now: Instant, ack: &AckSample, _paths: &Paths) {
         if ack.probe {
             return;
         }
@@ -96,29 +96,29 @@ impl CongestionControl for Aimd {
 
     fn on_nak(&mut self, _now: Instant, _path: usize, _reason: NakReason) {}
 
-    fn on_loss(&mut self, now: Instant, _path: usize, _by_timeout: bool, paths: &[PathState]) {
+    fn on_loss(&mut self, now: Instant, _path: usize, _by_timeout: bool, paths: &Paths) {
         let rtt = self.rtt(paths);
         self.cut(now, rtt);
     }
 
-    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool {
+    fn on_receiver_full(&mut self, now: Instant, paths: &Paths) -> bool {
         let rtt = self.rtt(paths);
         self.cut(now, rtt)
     }
 
-    fn on_rto(&mut self, now: Instant, _paths: &[PathState]) {
+    fn on_rto(&mut self, now: Instant, _paths: &Paths) {
         self.ssthresh = (self.window / 2.0).max(self.min_window);
         self.window = self.initial_window;
         self.last_cut = Some(now);
     }
 
-    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &[PathState]) {}
+    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
 
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
 
-    fn on_tick(&mut self, _now: Instant, _paths: &[PathState], _flow: &dyn FlowView) -> Tick {
+    fn on_tick(&mut self, _now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
         Tick::default()
     }
 }
@@ -126,20 +126,23 @@ impl CongestionControl for Aimd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::PathState;
 
-    fn setup(paths: u16) -> (Aimd, Vec<PathState>) {
+    fn setup(paths: u16) -> (Aimd, Paths) {
         let cfg = FlowConfig {
             paths,
             initial_window: 1.0,
             ..FlowConfig::default()
         };
-        let states = (0..usize::from(paths))
-            .map(|i| PathState::new(&cfg, i))
-            .collect();
+        let states = Paths::from_states(
+            (0..usize::from(paths))
+                .map(|i| PathState::new(&cfg, i))
+                .collect(),
+        );
         (Aimd::new(&cfg), states)
     }
 
-    fn ack(a: &mut Aimd, paths: &[PathState], n: u32) {
+    fn ack(a: &mut Aimd, paths: &Paths, n: u32) {
         let s = AckSample {
             path: 0,
             rtt: None,
@@ -188,14 +191,14 @@ mod tests {
     fn the_flow_window_opens_every_path_in_rotation() {
         let (mut a, mut paths) = setup(3);
         ack(&mut a, &paths, 2); // window 5
-        paths[0].inflight = 2;
-        paths[1].inflight = 1;
-        paths[2].status = crate::path::PathStatus::Down;
+        paths.set_inflight(0, 2);
+        paths.set_inflight(1, 1);
+        paths.set_status(2, crate::path::PathStatus::Down);
         let mut open = [0.0; 3];
         a.open_windows(&paths, &mut open);
         assert_eq!(open, [2.0, 2.0, 0.0]);
         assert!(a.any_open(&paths));
-        paths[2].inflight = 2;
+        paths.set_inflight(2, 2);
         a.open_windows(&paths, &mut open);
         assert_eq!(open, [0.0, 0.0, 0.0]);
         assert!(!a.any_open(&paths));

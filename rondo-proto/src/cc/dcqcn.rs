@@ -18,7 +18,7 @@
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::FlowConfig;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -111,10 +111,10 @@ pub struct Dcqcn {
 }
 
 impl Dcqcn {
-    /// The controller of a flow configured by `cfg` (its MTU and line rate), with
-    /// the paper's parameters. It starts at line rate.
+    /// The controller of a flow configured by `cfg` (its MTU, line rate and
+    /// `dcqcn` parameters). It starts at line rate.
     pub fn new(cfg: &FlowConfig) -> Dcqcn {
-        Dcqcn::with_params(cfg, DcqcnParams::default())
+        Dcqcn::with_params(cfg, cfg.dcqcn)
     }
 
     /// The controller with `params`.
@@ -210,7 +210,7 @@ impl Dcqcn {
     /// The flow's inflight cap, packets: from the largest base RTT of the
     /// paths in use (a sprayed flow's packets take every path, and a cap from the
     /// shortest bound below an RC NIC's PSN window under a delay difference).
-    fn window_cap(&self, paths: &[PathState]) -> f64 {
+    fn window_cap(&self, paths: &Paths) -> f64 {
         let rtt = paths
             .iter()
             .filter_map(|p| p.base_rtt())
@@ -219,18 +219,18 @@ impl Dcqcn {
         (WINDOW_BDPS * self.line_rate * rtt.as_us_f64()).max(MIN_WINDOW_PACKETS)
     }
 
-    fn open(&self, paths: &[PathState]) -> f64 {
-        let inflight: u32 = paths.iter().map(|p| p.inflight).sum();
+    fn open(&self, paths: &Paths) -> f64 {
+        let inflight = paths.in_flight();
         (self.window_cap(paths) - f64::from(inflight)).max(0.0)
     }
 }
 
 impl CongestionControl for Dcqcn {
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]) {
         super::open_on_paths_up(self.open(paths), paths, open);
     }
 
-    fn any_open(&self, paths: &[PathState]) -> bool {
+    fn any_open(&self, paths: &Paths) -> bool {
         super::any_open_on_paths_up(self.open(paths), paths)
     }
 
@@ -238,7 +238,7 @@ impl CongestionControl for Dcqcn {
         self.paced
     }
 
-    fn pacing_rate(&self, _paths: &[PathState]) -> f64 {
+    fn pacing_rate(&self, _paths: &Paths) -> f64 {
         self.rate
     }
 
@@ -255,7 +255,7 @@ impl CongestionControl for Dcqcn {
         }
     }
 
-    fn on_ack(&mut self, now: Instant, ack: &AckSample, _paths: &[PathState]) {
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, _paths: &Paths) {
         // The NP's CNP generator: one CNP per interval at most.
         if ack.ecn
             && !ack.probe
@@ -269,15 +269,15 @@ impl CongestionControl for Dcqcn {
 
     fn on_nak(&mut self, _now: Instant, _path: usize, _reason: NakReason) {}
 
-    fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &[PathState]) {}
+    fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &Paths) {}
 
-    fn on_receiver_full(&mut self, _now: Instant, _paths: &[PathState]) -> bool {
+    fn on_receiver_full(&mut self, _now: Instant, _paths: &Paths) -> bool {
         false
     }
 
-    fn on_rto(&mut self, _now: Instant, _paths: &[PathState]) {}
+    fn on_rto(&mut self, _now: Instant, _paths: &Paths) {}
 
-    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &[PathState]) {}
+    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
 
     fn poll_timeout(&self) -> Option<Instant> {
         match (self.alpha_next, self.increase_next) {
@@ -286,7 +286,7 @@ impl CongestionControl for Dcqcn {
         }
     }
 
-    fn on_tick(&mut self, now: Instant, _paths: &[PathState], _flow: &dyn FlowView) -> Tick {
+    fn on_tick(&mut self, now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
         let before = self.rate;
         while let Some(t) = self.alpha_next.filter(|&t| t <= now) {
             self.alpha *= 1.0 - self.params.g;
@@ -318,16 +318,16 @@ mod tests {
         }
     }
 
-    fn setup() -> (Dcqcn, Vec<PathState>) {
+    fn setup() -> (Dcqcn, Paths) {
         let cfg = FlowConfig {
             paths: 1,
             mtu: 1250, // 100 Gbit/s = 10 packets/us
             ..FlowConfig::default()
         };
-        (Dcqcn::new(&cfg), vec![PathState::new(&cfg, 0)])
+        (Dcqcn::new(&cfg), Paths::new(&cfg))
     }
 
-    fn ecn_ack(d: &mut Dcqcn, paths: &[PathState], us: u64) {
+    fn ecn_ack(d: &mut Dcqcn, paths: &Paths, us: u64) {
         let s = AckSample {
             path: 0,
             rtt: None,
@@ -436,7 +436,7 @@ mod tests {
             ..DcqcnParams::default()
         };
         let mut d = Dcqcn::with_params(&cfg, params);
-        let paths = vec![PathState::new(&cfg, 0)];
+        let paths = Paths::new(&cfg);
         ecn_ack(&mut d, &paths, 0);
         ecn_ack(&mut d, &paths, 50); // R_T 5, R_C 2.5, counters 0
         for _ in 0..6 {
@@ -470,11 +470,11 @@ mod tests {
         let (mut d, mut paths) = setup();
         paths[0].on_rtt_sample(Duration::from_us(10), 0.125);
         // 2 x 10 packets/us x 10 us = 200 packets.
-        paths[0].inflight = 150;
+        paths.set_inflight(0, 150);
         let mut open = [0.0];
         d.open_windows(&paths, &mut open);
         assert!(close(open[0], 50.0), "{open:?}");
-        paths[0].inflight = 200;
+        paths.set_inflight(0, 200);
         assert!(!d.any_open(&paths));
         d.on_loss(Instant::from_us(5), 0, true, &paths);
         d.on_rto(Instant::from_us(5), &paths);

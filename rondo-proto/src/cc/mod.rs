@@ -30,7 +30,7 @@ pub use mprdma::Mprdma;
 pub use nscc::{Nscc, NsccParams, NsccScale};
 pub use swift::{Swift, SwiftParams};
 
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -74,9 +74,9 @@ pub struct Tick {
 pub trait CongestionControl {
     /// How many packets each path may send now, into `open` (one entry per path;
     /// 0 for none, and for every path out of rotation).
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]);
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]);
     /// Whether any path may send now.
-    fn any_open(&self, paths: &[PathState]) -> bool;
+    fn any_open(&self, paths: &Paths) -> bool;
     /// Whether the flow is paced at [`CongestionControl::pacing_rate`] (default:
     /// not paced, window-limited only).
     fn paced(&self) -> bool {
@@ -84,7 +84,7 @@ pub trait CongestionControl {
     }
     /// Flow pacing rate, packets per microsecond (0: no rate known yet; the
     /// default, for a controller that does not pace).
-    fn pacing_rate(&self, _paths: &[PathState]) -> f64 {
+    fn pacing_rate(&self, _paths: &Paths) -> f64 {
         0.0
     }
     /// Whether capacity probes fill the line now when the windows block data
@@ -117,30 +117,30 @@ pub trait CongestionControl {
     /// A data packet was sent on `path` (default: nothing to count).
     fn on_sent(&mut self, _now: Instant, _path: usize) {}
     /// An ACK arrived (data or probe); `paths` already holds its samples.
-    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]);
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths);
     /// A NAK arrived for a packet sent on `path`.
     fn on_nak(&mut self, now: Instant, path: usize, reason: NakReason);
     /// A packet sent on `path` was declared lost (`by_timeout`: by the RTO or a
     /// path failure, not by early recovery).
-    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, paths: &[PathState]);
+    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, paths: &Paths);
     /// The receiver's reorder buffer refused a packet for lack of room. Returns
     /// whether the windows were cut.
-    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool;
+    fn on_receiver_full(&mut self, now: Instant, paths: &Paths) -> bool;
     /// The retransmission timer fired.
-    fn on_rto(&mut self, now: Instant, paths: &[PathState]);
+    fn on_rto(&mut self, now: Instant, paths: &Paths);
     /// Path `path` came back into rotation.
-    fn on_path_up(&mut self, now: Instant, path: usize, paths: &[PathState]);
+    fn on_path_up(&mut self, now: Instant, path: usize, paths: &Paths);
     /// The next tick the controller wants, if any.
     fn poll_timeout(&self) -> Option<Instant>;
     /// Runs the controller's timers due at `now`.
-    fn on_tick(&mut self, now: Instant, paths: &[PathState], flow: &dyn FlowView) -> Tick;
+    fn on_tick(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> Tick;
 }
 
 /// The open windows of a controller that keeps one allowance for the whole flow:
 /// `flow_open` packets on every path in rotation, 0 on the others.
-pub(crate) fn open_on_paths_up(flow_open: f64, paths: &[PathState], open: &mut [f64]) {
-    for (o, s) in open.iter_mut().zip(paths) {
-        *o = if s.status == crate::path::PathStatus::Up {
+pub(crate) fn open_on_paths_up(flow_open: f64, paths: &Paths, open: &mut [f64]) {
+    for (o, s) in open.iter_mut().zip(paths.statuses()) {
+        *o = if *s == crate::path::PathStatus::Up {
             flow_open
         } else {
             0.0
@@ -150,11 +150,8 @@ pub(crate) fn open_on_paths_up(flow_open: f64, paths: &[PathState], open: &mut [
 
 /// Whether a flow-wide allowance of `flow_open` packets lets anything out: it is
 /// positive and some path is in rotation.
-pub(crate) fn any_open_on_paths_up(flow_open: f64, paths: &[PathState]) -> bool {
-    flow_open > 0.0
-        && paths
-            .iter()
-            .any(|p| p.status == crate::path::PathStatus::Up)
+pub(crate) fn any_open_on_paths_up(flow_open: f64, paths: &Paths) -> bool {
+    flow_open > 0.0 && paths.up() > 0
 }
 
 /// Every congestion controller, dispatched statically.
@@ -212,16 +209,16 @@ macro_rules! dispatch {
 }
 
 impl CongestionControl for AnyCc {
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]) {
         dispatch!(self, c => c.open_windows(paths, open))
     }
-    fn any_open(&self, paths: &[PathState]) -> bool {
+    fn any_open(&self, paths: &Paths) -> bool {
         dispatch!(self, c => c.any_open(paths))
     }
     fn paced(&self) -> bool {
         dispatch!(self, c => c.paced())
     }
-    fn pacing_rate(&self, paths: &[PathState]) -> f64 {
+    fn pacing_rate(&self, paths: &Paths) -> f64 {
         dispatch!(self, c => c.pacing_rate(paths))
     }
     fn probing(&self, now: Instant) -> bool {
@@ -242,28 +239,28 @@ impl CongestionControl for AnyCc {
     fn on_sent(&mut self, now: Instant, path: usize) {
         dispatch!(self, c => c.on_sent(now, path))
     }
-    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
         dispatch!(self, c => c.on_ack(now, ack, paths))
     }
     fn on_nak(&mut self, now: Instant, path: usize, reason: NakReason) {
         dispatch!(self, c => c.on_nak(now, path, reason))
     }
-    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, paths: &[PathState]) {
+    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, paths: &Paths) {
         dispatch!(self, c => c.on_loss(now, path, by_timeout, paths))
     }
-    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool {
+    fn on_receiver_full(&mut self, now: Instant, paths: &Paths) -> bool {
         dispatch!(self, c => c.on_receiver_full(now, paths))
     }
-    fn on_rto(&mut self, now: Instant, paths: &[PathState]) {
+    fn on_rto(&mut self, now: Instant, paths: &Paths) {
         dispatch!(self, c => c.on_rto(now, paths))
     }
-    fn on_path_up(&mut self, now: Instant, path: usize, paths: &[PathState]) {
+    fn on_path_up(&mut self, now: Instant, path: usize, paths: &Paths) {
         dispatch!(self, c => c.on_path_up(now, path, paths))
     }
     fn poll_timeout(&self) -> Option<Instant> {
         dispatch!(self, c => c.poll_timeout())
     }
-    fn on_tick(&mut self, now: Instant, paths: &[PathState], flow: &dyn FlowView) -> Tick {
+    fn on_tick(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> Tick {
         dispatch!(self, c => c.on_tick(now, paths, flow))
     }
 }

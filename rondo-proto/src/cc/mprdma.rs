@@ -4,7 +4,7 @@
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::FlowConfig;
-use crate::path::{PathState, PathStatus};
+use crate::path::{PathStatus, Paths};
 use crate::rng::Rng;
 use crate::time::Instant;
 use crate::wire::NakReason;
@@ -88,8 +88,8 @@ impl Mprdma {
     }
 
     /// The available window `awnd`, whole packets (0 below one).
-    fn awnd(&self, paths: &[PathState]) -> f64 {
-        let inflight: u32 = paths.iter().map(|p| p.inflight).sum();
+    fn awnd(&self, paths: &Paths) -> f64 {
+        let inflight = paths.in_flight();
         let a = self.cwnd - f64::from(inflight);
         if a >= 1.0 {
             a.floor()
@@ -99,17 +99,17 @@ impl Mprdma {
     }
 
     /// Whether every path in rotation sends on the window alone (no ACK clock).
-    fn unclocked(&self, paths: &[PathState]) -> bool {
-        !self.clocked || paths.iter().all(|p| p.inflight == 0)
+    fn unclocked(&self, paths: &Paths) -> bool {
+        !self.clocked || paths.in_flight() == 0
     }
 }
 
 impl CongestionControl for Mprdma {
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]) {
         let awnd = self.awnd(paths);
         let unclocked = self.unclocked(paths);
-        for (p, (o, s)) in open.iter_mut().zip(paths).enumerate() {
-            *o = if s.status != PathStatus::Up {
+        for (p, (o, s)) in open.iter_mut().zip(paths.statuses()).enumerate() {
+            *o = if *s != PathStatus::Up {
                 0.0
             } else if unclocked {
                 awnd
@@ -119,14 +119,15 @@ impl CongestionControl for Mprdma {
         }
     }
 
-    fn any_open(&self, paths: &[PathState]) -> bool {
+    fn any_open(&self, paths: &Paths) -> bool {
         let awnd = self.awnd(paths);
         let unclocked = self.unclocked(paths);
         awnd > 0.0
             && paths
+                .statuses()
                 .iter()
                 .enumerate()
-                .any(|(p, s)| s.status == PathStatus::Up && (unclocked || self.credits[p] > 0.0))
+                .any(|(p, s)| *s == PathStatus::Up && (unclocked || self.credits[p] > 0.0))
     }
 
     fn window(&self, _path: usize) -> f64 {
@@ -138,7 +139,7 @@ impl CongestionControl for Mprdma {
         *c = (*c - 1.0).max(0.0);
     }
 
-    fn on_ack(&mut self, _now: Instant, ack: &AckSample, paths: &[PathState]) {
+    fn on_ack(&mut self, _now: Instant, ack: &AckSample, paths: &Paths) {
         if ack.probe {
             return;
         }
@@ -162,9 +163,7 @@ impl CongestionControl for Mprdma {
         }
         let mut path = ack.path;
         if self.rng.chance(EXPLORE_PROBABILITY) {
-            let up: Vec<usize> = (0..paths.len())
-                .filter(|&i| paths[i].status == PathStatus::Up)
-                .collect();
+            let up: Vec<usize> = (0..paths.len()).filter(|&i| paths.is_up(i)).collect();
             if !up.is_empty() {
                 path = up[self.rng.gen_range(0..up.len() as u64) as usize];
                 self.explored += 1;
@@ -176,26 +175,26 @@ impl CongestionControl for Mprdma {
 
     fn on_nak(&mut self, _now: Instant, _path: usize, _reason: NakReason) {}
 
-    fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &[PathState]) {}
+    fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &Paths) {}
 
-    fn on_receiver_full(&mut self, _now: Instant, _paths: &[PathState]) -> bool {
+    fn on_receiver_full(&mut self, _now: Instant, _paths: &Paths) -> bool {
         false
     }
 
-    fn on_rto(&mut self, _now: Instant, _paths: &[PathState]) {
+    fn on_rto(&mut self, _now: Instant, _paths: &Paths) {
         self.cwnd = (self.cwnd / 2.0).max(self.min_window);
         self.slow_start = false;
         self.clocked = false;
         self.credits.iter_mut().for_each(|c| *c = 0.0);
     }
 
-    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &[PathState]) {}
+    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
 
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
 
-    fn on_tick(&mut self, _now: Instant, _paths: &[PathState], _flow: &dyn FlowView) -> Tick {
+    fn on_tick(&mut self, _now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
         Tick::default()
     }
 }
@@ -203,16 +202,19 @@ impl CongestionControl for Mprdma {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::PathState;
 
-    fn setup(paths: u16) -> (Mprdma, Vec<PathState>) {
+    fn setup(paths: u16) -> (Mprdma, Paths) {
         let cfg = FlowConfig {
             paths,
             initial_window: 1.0,
             ..FlowConfig::default()
         };
-        let states = (0..usize::from(paths))
-            .map(|i| PathState::new(&cfg, i))
-            .collect();
+        let states = Paths::from_states(
+            (0..usize::from(paths))
+                .map(|i| PathState::new(&cfg, i))
+                .collect(),
+        );
         (Mprdma::new(&cfg), states)
     }
 
@@ -228,7 +230,7 @@ mod tests {
     }
 
     /// Leaves slow start with one ECN echo, then sets the window to `w`.
-    fn steady(m: &mut Mprdma, paths: &[PathState], w: f64) {
+    fn steady(m: &mut Mprdma, paths: &Paths, w: f64) {
         m.on_ack(Instant::ZERO, &sample(0, 0, true), paths);
         m.cwnd = w;
     }
@@ -255,9 +257,9 @@ mod tests {
         let (mut m, mut paths) = setup(3);
         steady(&mut m, &paths, 20.0);
         m.credits = vec![0.0; 3];
-        paths[0].inflight = 5;
-        paths[1].inflight = 5;
-        paths[2].inflight = 5;
+        paths.set_inflight(0, 5);
+        paths.set_inflight(1, 5);
+        paths.set_inflight(2, 5);
         let mut open = [0.0; 3];
         m.on_ack(Instant::ZERO, &sample(1, 10, false), &paths);
         m.on_ack(Instant::ZERO, &sample(1, 11, false), &paths);
@@ -268,15 +270,15 @@ mod tests {
             "two ACKs of one path still grant two"
         );
         m.on_sent(Instant::ZERO, 1);
-        paths[1].inflight += 1;
+        paths.set_inflight(1, paths.inflight(1) + 1);
         m.on_sent(Instant::ZERO, 1);
-        paths[1].inflight += 1;
+        paths.set_inflight(1, paths.inflight(1) + 1);
         m.open_windows(&paths, &mut open);
         assert_eq!(open, [0.0; 3]);
         assert!(!m.any_open(&paths));
         // The available window bounds what a credit may send.
         m.on_ack(Instant::ZERO, &sample(2, 12, false), &paths);
-        paths[0].inflight = 20 - 17 + 5 - 1; // awnd = 20.2 - 19 = 1
+        paths.set_inflight(0, 20 - 17 + 5 - 1); // awnd = 20.2 - 19 = 1
         m.open_windows(&paths, &mut open);
         assert_eq!(open, [0.0, 0.0, 1.0]);
     }
@@ -285,8 +287,8 @@ mod tests {
     fn a_late_ack_prunes_its_path() {
         let (mut m, mut paths) = setup(2);
         steady(&mut m, &paths, 10.0);
-        paths[0].inflight = 3;
-        paths[1].inflight = 3;
+        paths.set_inflight(0, 3);
+        paths.set_inflight(1, 3);
         m.on_ack(Instant::ZERO, &sample(0, 100, false), &paths);
         m.on_ack(Instant::ZERO, &sample(1, 68, false), &paths); // exactly delta behind
         let mut open = [0.0; 2];
@@ -310,8 +312,8 @@ mod tests {
         let mut open = [0.0; 4];
         m.open_windows(&paths, &mut open);
         assert_eq!(open, [4.0; 4]);
-        paths[0].inflight = 2;
-        paths[3].status = PathStatus::Down;
+        paths.set_inflight(0, 2);
+        paths.set_status(3, PathStatus::Down);
         m.open_windows(&paths, &mut open);
         assert_eq!(open, [2.0, 2.0, 2.0, 0.0]);
         m.on_ack(Instant::ZERO, &sample(0, 0, false), &paths);
@@ -324,7 +326,7 @@ mod tests {
             [0.0, 0.0, 0.0, 0.0],
             "cwnd halved to 2.5, 2 in flight"
         );
-        paths[0].inflight = 0;
+        paths.set_inflight(0, 0);
         m.open_windows(&paths, &mut open);
         assert_eq!(open, [2.0, 2.0, 2.0, 0.0]);
     }

@@ -9,7 +9,10 @@
 //! - delay < target: cwnd += ai / cwnd per ACK (cwnd += ai when cwnd < 1);
 //! - delay >= target: at most once per RTT,
 //!   cwnd *= max(1 - beta (delay - target) / delay, 1 - max_mdf);
-//! - a loss found by early recovery: cwnd *= 1 - max_mdf, at most once per RTT;
+//! - a loss found by early recovery, or a packet the receiver refused ("buffer
+//!   full" NAK, resent at once; not in Falcon, whose NIC window takes it):
+//!   cwnd *= 1 - max_mdf, at most once per RTT (Swift's "on fast recovery",
+//!   Algorithm 1);
 //!   a retransmission timeout: the same, or cwnd = min_cwnd after
 //!   `retx_reset_threshold` timeouts in a row;
 //! - cwnd < 1 packet: the path sends one packet per RTT / cwnd (Swift's pacing
@@ -18,7 +21,7 @@
 use super::plb::Plb;
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::FlowConfig;
-use crate::path::{PathState, PathStatus};
+use crate::path::Paths;
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -112,11 +115,12 @@ pub struct Swift {
 }
 
 impl Swift {
-    /// Swift per path for a flow configured by `cfg` (swift-rps). Each path starts
-    /// at an equal share of one host BDP (line rate times `initial_rtt`), since
-    /// Swift has no slow start; a path's window is capped at two host BDPs.
+    /// Swift per path for a flow configured by `cfg` (swift-rps), with its
+    /// `swift` parameters. Each path starts at an equal share of one host BDP
+    /// (line rate times `initial_rtt`), since Swift has no slow start; a path's
+    /// window is capped at two host BDPs.
     pub fn new(cfg: &FlowConfig) -> Swift {
-        let params = SwiftParams::default();
+        let params = cfg.swift;
         let bdp = cfg.line_rate_bps as f64 / 8.0 / cfg.mtu as f64 * cfg.initial_rtt.as_secs_f64();
         let initial_window = (bdp / f64::from(cfg.paths)).max(1.0);
         Swift {
@@ -165,7 +169,7 @@ impl Swift {
     }
 
     /// The target delay of `path` now.
-    pub fn target(&self, path: usize, paths: &[PathState]) -> Duration {
+    pub fn target(&self, path: usize, paths: &Paths) -> Duration {
         let base = paths[path].base_rtt_or(self.initial_rtt);
         self.params.target(base, self.hops, self.paths[path].cwnd)
     }
@@ -196,39 +200,35 @@ impl Swift {
         s.gate = None;
     }
 
-    fn flow_open(&self, paths: &[PathState]) -> f64 {
+    fn flow_open(&self, paths: &Paths) -> f64 {
         match self.nic_window() {
             Some(w) => {
-                let inflight: u32 = paths.iter().map(|p| p.inflight).sum();
+                let inflight = paths.in_flight();
                 (w - f64::from(inflight)).max(0.0)
             }
             None => f64::INFINITY,
         }
     }
 
-    fn path_open(&self, path: usize, state: &PathState) -> f64 {
+    fn path_open(&self, path: usize, paths: &Paths) -> f64 {
         let s = &self.paths[path];
-        if state.status != PathStatus::Up || s.gate.is_some() {
+        if !paths.is_up(path) || s.gate.is_some() {
             return 0.0;
         }
-        (s.cwnd - f64::from(state.inflight)).max(0.0)
+        (s.cwnd - f64::from(paths.inflight(path))).max(0.0)
     }
 }
 
 impl CongestionControl for Swift {
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]) {
         let flow = self.flow_open(paths);
-        for (p, (o, s)) in open.iter_mut().zip(paths).enumerate() {
-            *o = self.path_open(p, s).min(flow);
+        for (p, o) in open.iter_mut().enumerate().take(paths.len()) {
+            *o = self.path_open(p, paths).min(flow);
         }
     }
 
-    fn any_open(&self, paths: &[PathState]) -> bool {
-        self.flow_open(paths) > 0.0
-            && paths
-                .iter()
-                .enumerate()
-                .any(|(p, s)| self.path_open(p, s) > 0.0)
+    fn any_open(&self, paths: &Paths) -> bool {
+        self.flow_open(paths) > 0.0 && (0..paths.len()).any(|p| self.path_open(p, paths) > 0.0)
     }
 
     fn window(&self, path: usize) -> f64 {
@@ -242,7 +242,7 @@ impl CongestionControl for Swift {
         }
     }
 
-    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
         if ack.probe {
             return;
         }
@@ -282,9 +282,19 @@ impl CongestionControl for Swift {
         }
     }
 
-    fn on_nak(&mut self, _now: Instant, _path: usize, _reason: NakReason) {}
+    /// A refused packet is a loss recovered at once, without the timer: Swift's
+    /// fast-recovery decrease on the path it took. (The engine tells `on_loss`
+    /// of it as a loss without a path verdict, which Swift leaves to `on_rto`.)
+    /// Falcon keeps the receiver's congestion apart from the fabric's: a refusal
+    /// cuts its NIC window (`on_receiver_full`), not the path windows.
+    fn on_nak(&mut self, now: Instant, path: usize, reason: NakReason) {
+        if reason == NakReason::BufferFull && self.nic.is_none() {
+            let factor = 1.0 - self.params.max_mdf;
+            self.decrease(now, path, factor);
+        }
+    }
 
-    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, _paths: &[PathState]) {
+    fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, _paths: &Paths) {
         // Timeout losses are the RTO's (`on_rto`) or a path failure's.
         if !by_timeout {
             let factor = 1.0 - self.params.max_mdf;
@@ -292,7 +302,7 @@ impl CongestionControl for Swift {
         }
     }
 
-    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool {
+    fn on_receiver_full(&mut self, now: Instant, paths: &Paths) -> bool {
         let Some(nic) = &mut self.nic else {
             return false;
         };
@@ -304,7 +314,7 @@ impl CongestionControl for Swift {
         if nic.last_cut.is_some_and(|t| now < t + rtt) {
             return false;
         }
-        let inflight: u32 = paths.iter().map(|p| p.inflight).sum();
+        let inflight = paths.in_flight();
         let current = nic.window.unwrap_or(f64::from(inflight));
         nic.window = Some((current * (1.0 - self.params.max_mdf)).max(1.0));
         nic.last_cut = Some(now);
@@ -312,7 +322,7 @@ impl CongestionControl for Swift {
         true
     }
 
-    fn on_rto(&mut self, now: Instant, _paths: &[PathState]) {
+    fn on_rto(&mut self, now: Instant, _paths: &Paths) {
         for p in 0..self.paths.len() {
             let s = &mut self.paths[p];
             s.retx_count += 1;
@@ -326,7 +336,7 @@ impl CongestionControl for Swift {
         }
     }
 
-    fn on_path_up(&mut self, _now: Instant, path: usize, _paths: &[PathState]) {
+    fn on_path_up(&mut self, _now: Instant, path: usize, _paths: &Paths) {
         self.restart(path);
     }
 
@@ -334,7 +344,7 @@ impl CongestionControl for Swift {
         self.paths.iter().filter_map(|s| s.gate).min()
     }
 
-    fn on_tick(&mut self, now: Instant, _paths: &[PathState], _flow: &dyn FlowView) -> Tick {
+    fn on_tick(&mut self, now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
         for s in &mut self.paths {
             if s.gate.is_some_and(|g| g <= now) {
                 s.gate = None;
@@ -347,21 +357,24 @@ impl CongestionControl for Swift {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::path::PathState;
 
-    fn setup(paths: u16) -> (Swift, Vec<PathState>) {
+    fn setup(paths: u16) -> (Swift, Paths) {
         let cfg = FlowConfig {
             paths,
             hops: Some(2),
             base_rtt: Some(vec![Duration::from_us(20); usize::from(paths)]),
             ..FlowConfig::default()
         };
-        let states = (0..usize::from(paths))
-            .map(|i| {
-                let mut p = PathState::new(&cfg, i);
-                p.on_rtt_sample(Duration::from_us(20), 0.125);
-                p
-            })
-            .collect();
+        let states = Paths::from_states(
+            (0..usize::from(paths))
+                .map(|i| {
+                    let mut p = PathState::new(&cfg, i);
+                    p.on_rtt_sample(Duration::from_us(20), 0.125);
+                    p
+                })
+                .collect(),
+        );
         (Swift::new(&cfg), states)
     }
 
@@ -449,6 +462,29 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_packet_is_a_fast_recovery_cut_of_its_path() {
+        let (mut s, _) = setup(2);
+        let w0 = s.cwnd(0);
+        s.on_nak(Instant::from_us(100), 0, NakReason::BufferFull);
+        assert_eq!(s.cwnd(0), w0 * 0.5);
+        assert_eq!(s.cwnd(1), w0, "other paths untouched");
+        s.on_nak(Instant::from_us(110), 0, NakReason::BufferFull); // same RTT
+        s.on_nak(Instant::from_us(200), 1, NakReason::OutOfWindow); // no refusal
+        assert_eq!((s.cwnd(0), s.cwnd(1)), (w0 * 0.5, w0));
+        s.on_nak(Instant::from_us(200), 0, NakReason::BufferFull);
+        assert_eq!(s.cwnd(0), w0 * 0.25);
+        // Falcon: the NIC window takes the refusal, the path windows do not.
+        let cfg = FlowConfig {
+            paths: 2,
+            ..FlowConfig::default()
+        };
+        let mut f = Swift::falcon(&cfg);
+        let w = f.cwnd(0);
+        f.on_nak(Instant::from_us(100), 0, NakReason::BufferFull);
+        assert_eq!(f.cwnd(0), w);
+    }
+
+    #[test]
     fn below_one_packet_the_path_sends_once_per_rtt_over_cwnd() {
         let (mut s, mut paths) = setup(1);
         for _ in 0..10 {
@@ -464,7 +500,7 @@ mod tests {
         s.open_windows(&paths, &mut open);
         assert!(open[0] > 0.0);
         s.on_sent(Instant::from_us(2000), 0);
-        paths[0].inflight = 0; // acked at once: the gate still holds
+        paths.set_inflight(0, 0); // acked at once: the gate still holds
         s.open_windows(&paths, &mut open);
         assert_eq!(open[0], 0.0);
         let gate = s.poll_timeout().unwrap();
@@ -481,14 +517,14 @@ mod tests {
             paths: 2,
             ..FlowConfig::default()
         };
-        let mut paths: Vec<PathState> = (0..2).map(|i| PathState::new(&cfg, i)).collect();
+        let mut paths = Paths::new(&cfg);
         let mut s = Swift::falcon(&cfg);
         let plain = Swift::new(&cfg);
         let mut plain_paths = paths.clone();
         assert!(!Swift::new(&cfg).on_receiver_full(Instant::ZERO, &plain_paths));
-        plain_paths[0].inflight = 1;
-        paths[0].inflight = 30;
-        paths[1].inflight = 10;
+        plain_paths.set_inflight(0, 1);
+        paths.set_inflight(0, 30);
+        paths.set_inflight(1, 10);
         assert!(s.on_receiver_full(Instant::from_us(10), &paths));
         assert_eq!(s.nic_window(), Some(20.0));
         assert!(
@@ -498,8 +534,8 @@ mod tests {
         let mut open = [0.0; 2];
         s.open_windows(&paths, &mut open);
         assert_eq!(open, [0.0, 0.0], "40 in flight over a NIC window of 20");
-        paths[0].inflight = 12;
-        paths[1].inflight = 2;
+        paths.set_inflight(0, 12);
+        paths.set_inflight(1, 2);
         s.open_windows(&paths, &mut open);
         assert_eq!(open, [6.0, 6.0]);
         plain.open_windows(&plain_paths, &mut open);
@@ -517,7 +553,7 @@ mod tests {
             paths: 2,
             ..FlowConfig::default()
         };
-        let mut paths: Vec<PathState> = (0..2).map(|i| PathState::new(&cfg, i)).collect();
+        let mut paths = Paths::new(&cfg);
         paths[0].on_rtt_sample(Duration::from_us(20), 0.125);
         let mut s = Swift::falcon(&cfg);
         let w0 = s.cwnd(0);

@@ -1,24 +1,25 @@
 //! Which connections of an endpoint need attention, so that the work per event
-//! does not grow with the number of connections: a timer set keyed by each
+//! does not grow with the number of connections: a timer heap keyed by each
 //! connection's next deadline, a ready set (the connections whose deadline has
 //! come: the only ones that can have something to send), and a queue of the
 //! connections with application events waiting.
 //!
-//! The timer set is a `BTreeSet<(deadline, index)>` rather than a binary heap
-//! with lazy invalidation: a changed deadline removes its old entry exactly, so
-//! the earliest entry is always valid and [`Schedule::earliest`] answers through
-//! `&self` (as [`crate::Host::poll_timeout`] must), and the due connections can be
-//! read by range without popping them. An endpoint with at most
+//! A deadline is in exactly one of the two: the heap holds the deadlines after
+//! the horizon (the latest `now` seen), the ready set the connections whose
+//! deadline is at or before it. A deadline set in the past goes straight to the
+//! ready set, and one that passes the horizon is popped from the heap once. The
+//! heap is 4-ary and knows each connection's position, so a changed deadline
+//! moves its own entry: one sift instead of the removal and insertion a
+//! `BTreeSet<(deadline, index)>` needed (its node searches were a tenth of the
+//! all-to-all's run, mostly cache misses). An endpoint with at most
 //! [`SCAN_LIMIT`] connections (a simulated host, a NIC with a few QPs) keeps no
-//! timer set: a scan of its deadlines answers the same questions in fewer
-//! instructions than the tree's searches (which cost a fifth of a two-host
-//! simulation's engine time).
+//! heap: a scan of its deadlines answers the same questions in fewer
+//! instructions.
 
 use crate::time::Instant;
-use std::collections::{BTreeSet, VecDeque};
-use std::ops::Bound;
+use std::collections::VecDeque;
 
-/// The most connections whose deadlines are scanned instead of kept in a timer set.
+/// The most connections whose deadlines are scanned instead of kept in a heap.
 const SCAN_LIMIT: usize = 16;
 
 /// The scheduling state of an endpoint's connections, by connection index.
@@ -27,9 +28,9 @@ pub(super) struct Schedule {
     /// Each connection's deadline as last computed (`None`: idle until a datagram
     /// or a post arrives, or closed).
     deadline: Vec<Option<Instant>>,
-    /// `(deadline, index)` of every connection with a deadline; empty (and
-    /// unused) while there are at most [`SCAN_LIMIT`] connections.
-    timers: BTreeSet<(Instant, u32)>,
+    /// The deadlines after `horizon`; empty (and unused) while there are at most
+    /// [`SCAN_LIMIT`] connections.
+    timers: TimerHeap,
     /// Connections whose deadline is at or before `horizon`.
     ready: IndexSet,
     /// The latest `now` that [`Schedule::advance`] has seen.
@@ -45,45 +46,45 @@ impl Schedule {
         self.deadline.push(None);
         self.queued.push(false);
         self.ready.grow(self.deadline.len());
+        self.timers.grow(self.deadline.len());
         if self.deadline.len() == SCAN_LIMIT + 1 {
-            // From now on the timer set answers.
-            let timers = self.deadline.iter().enumerate();
-            self.timers = timers
-                .filter_map(|(i, t)| Some(((*t)?, i as u32)))
-                .collect();
+            // From now on the heap answers.
+            for (i, t) in self.deadline.iter().enumerate() {
+                if let Some(t) = t.filter(|&t| t > self.horizon) {
+                    self.timers.set(i, t);
+                }
+            }
         }
     }
 
-    /// The deadlines are scanned, not kept in the timer set.
+    /// The deadlines are scanned, not kept in the heap.
     fn scanned(&self) -> bool {
         self.deadline.len() <= SCAN_LIMIT
     }
 
     /// Connection `i`'s deadline is now `t`.
     pub(super) fn set(&mut self, i: usize, t: Option<Instant>) {
-        let old = self.deadline[i];
-        if old == t {
+        if self.deadline[i] == t {
             return;
         }
-        let key = i as u32;
-        let scanned = self.scanned();
-        if let (Some(old), false) = (old, scanned) {
-            self.timers.remove(&(old, key));
-        }
         self.deadline[i] = t;
+        let scanned = self.scanned();
         match t {
-            Some(t) => {
+            Some(t) if t > self.horizon => {
                 if !scanned {
-                    self.timers.insert((t, key));
+                    self.timers.set(i, t);
                 }
-                if t <= self.horizon {
+                self.ready.remove(i);
+            }
+            _ => {
+                if !scanned {
+                    self.timers.remove(i);
+                }
+                if t.is_some() {
                     self.ready.insert(i);
                 } else {
                     self.ready.remove(i);
                 }
-            }
-            None => {
-                self.ready.remove(i);
             }
         }
     }
@@ -93,17 +94,24 @@ impl Schedule {
         self.deadline[i]
     }
 
-    /// The earliest deadline of any connection.
+    /// The earliest deadline of any connection, but not before the horizon: a
+    /// connection whose deadline is at or before the horizon (the latest `now`
+    /// seen) is due already, and the horizon says so without a search of the
+    /// ready set.
     pub(super) fn earliest(&self) -> Option<Instant> {
         if self.scanned() {
-            return self.deadline.iter().flatten().min().copied();
+            let earliest = self.deadline.iter().flatten().min().copied();
+            return earliest.map(|t| t.max(self.horizon));
         }
-        self.timers.first().map(|&(t, _)| t)
+        if !self.ready.is_empty() {
+            return Some(self.horizon);
+        }
+        self.timers.first().map(|(t, _)| t)
     }
 
     /// Moves every connection whose deadline is at or before `now` into the ready
-    /// set (each deadline passes the horizon once: O(log n) per connection made
-    /// ready).
+    /// set (each deadline passes the horizon once: one heap pop per connection
+    /// made ready).
     pub(super) fn advance(&mut self, now: Instant) {
         if now <= self.horizon {
             return;
@@ -114,13 +122,10 @@ impl Schedule {
                     self.ready.insert(i);
                 }
             }
-            self.horizon = now;
-            return;
-        }
-        let from = Bound::Excluded((self.horizon, u32::MAX));
-        let to = Bound::Included((now, u32::MAX));
-        for &(_, i) in self.timers.range((from, to)) {
-            self.ready.insert(i as usize);
+        } else {
+            while let Some((_, i)) = self.timers.pop_until(now) {
+                self.ready.insert(i);
+            }
         }
         self.horizon = now;
     }
@@ -142,12 +147,18 @@ impl Schedule {
             return;
         }
         let start = out.len();
-        out.extend(
-            self.timers
-                .range(..=(now, u32::MAX))
-                .map(|&(_, i)| i as usize),
-        );
-        out[start..].sort_unstable();
+        let mut from = 0;
+        while let Some(i) = self.ready.next_from(from) {
+            if self.deadline[i].is_some_and(|t| t <= now) {
+                out.push(i);
+            }
+            from = i + 1;
+        }
+        let ready = out.len();
+        self.timers.until(0, now, out);
+        if out.len() > ready {
+            out[start..].sort_unstable();
+        }
     }
 
     /// Connection `i` has events queued: remember it for
@@ -167,20 +178,150 @@ impl Schedule {
     }
 }
 
+/// A connection's position in the heap: none.
+const NOT_QUEUED: u32 = u32::MAX;
+
+/// Children per heap node: four 16-byte entries, one cache line.
+const ARITY: usize = 4;
+
+/// A min-heap of `(deadline, connection)` that knows where each connection's
+/// entry is, so that a deadline changes, or leaves, in one sift.
+#[derive(Debug, Default)]
+struct TimerHeap {
+    entries: Vec<(Instant, u32)>,
+    /// By connection: the index of its entry, or [`NOT_QUEUED`].
+    pos: Vec<u32>,
+}
+
+impl TimerHeap {
+    /// Room for connections below `n`.
+    fn grow(&mut self, n: usize) {
+        if n > self.pos.len() {
+            self.pos.resize(n, NOT_QUEUED);
+        }
+    }
+
+    fn first(&self) -> Option<(Instant, usize)> {
+        self.entries.first().map(|&(t, i)| (t, i as usize))
+    }
+
+    /// Connection `i`'s deadline is `t` (inserted, or moved).
+    fn set(&mut self, i: usize, t: Instant) {
+        let k = self.pos[i];
+        if k == NOT_QUEUED {
+            self.entries.push((t, i as u32));
+            self.sift_up(self.entries.len() - 1);
+            return;
+        }
+        let k = k as usize;
+        let old = self.entries[k].0;
+        self.entries[k].0 = t;
+        if t < old {
+            self.sift_up(k);
+        } else {
+            self.sift_down(k);
+        }
+    }
+
+    /// Connection `i` leaves the heap (if it is in it).
+    fn remove(&mut self, i: usize) {
+        let k = std::mem::replace(&mut self.pos[i], NOT_QUEUED);
+        if k != NOT_QUEUED {
+            self.take(k as usize);
+        }
+    }
+
+    /// The earliest entry, removed, if it is at or before `now`.
+    fn pop_until(&mut self, now: Instant) -> Option<(Instant, usize)> {
+        let (t, i) = self.first().filter(|&(t, _)| t <= now)?;
+        self.pos[i] = NOT_QUEUED;
+        self.take(0);
+        Some((t, i))
+    }
+
+    /// Appends the connections of the entries at or before `now` in the subtree
+    /// at `k`.
+    fn until(&self, k: usize, now: Instant, out: &mut Vec<usize>) {
+        let Some(&(t, i)) = self.entries.get(k) else {
+            return;
+        };
+        if t > now {
+            return;
+        }
+        out.push(i as usize);
+        for c in ARITY * k + 1..=ARITY * k + ARITY {
+            self.until(c, now, out);
+        }
+    }
+
+    /// Removes the entry at `k` (its connection's position already cleared).
+    fn take(&mut self, k: usize) {
+        let last = self.entries.pop().expect("an entry at k");
+        if k < self.entries.len() {
+            self.place(k, last);
+            self.sift_up(k);
+            let k = self.pos[last.1 as usize] as usize;
+            self.sift_down(k);
+        }
+    }
+
+    fn sift_up(&mut self, mut k: usize) {
+        let e = self.entries[k];
+        while k > 0 {
+            let parent = (k - 1) / ARITY;
+            if self.entries[parent] <= e {
+                break;
+            }
+            self.place(k, self.entries[parent]);
+            k = parent;
+        }
+        self.place(k, e);
+    }
+
+    fn sift_down(&mut self, mut k: usize) {
+        let e = self.entries[k];
+        let n = self.entries.len();
+        loop {
+            let first = ARITY * k + 1;
+            if first >= n {
+                break;
+            }
+            let children = first..(first + ARITY).min(n);
+            let c = children
+                .min_by_key(|&c| self.entries[c])
+                .expect("at least one child");
+            if self.entries[c] >= e {
+                break;
+            }
+            self.place(k, self.entries[c]);
+            k = c;
+        }
+        self.place(k, e);
+    }
+
+    /// Puts entry `e` at index `k` and records its connection's position.
+    fn place(&mut self, k: usize, e: (Instant, u32)) {
+        self.entries[k] = e;
+        self.pos[e.1 as usize] = k as u32;
+    }
+}
+
 /// A set of connection indices as a two-level bitmap: insertion and removal in
 /// O(1), the next member at or after an index in O(n / 4096) at worst (a word
 /// of the summary covers 4,096 indices), with no allocation once grown. (A
 /// `BTreeSet` range query per transmit cost 2% of a two-host simulation.)
 #[derive(Debug, Default)]
-struct IndexSet {
+pub(super) struct IndexSet {
     words: Vec<u64>,
+    /// Members.
+    len: usize,
     /// Bit `j` set when `words[j]` is not zero.
     summary: Vec<u64>,
 }
 
 impl IndexSet {
     /// Room for indices below `n`.
-    fn grow(&mut self, n: usize) {
+    pub(super) fn grow(&mut self, n: usize) {
         let words = n.div_ceil(64);
         if words > self.words.len() {
             self.words.resize(words, 0);
@@ -188,21 +329,32 @@ impl IndexSet {
         }
     }
 
-    fn insert(&mut self, i: usize) {
-        self.words[i / 64] |= 1 << (i % 64);
-        self.summary[i / 4096] |= 1 << (i / 64 % 64);
-    }
-
-    fn remove(&mut self, i: usize) {
+    pub(super) fn insert(&mut self, i: usize) {
         let w = &mut self.words[i / 64];
-        *w &= !(1 << (i % 64));
-        if *w == 0 {
-            self.summary[i / 4096] &= !(1 << (i / 64 % 64));
+        if *w & 1 << (i % 64) == 0 {
+            *w |= 1 << (i % 64);
+            self.summary[i / 4096] |= 1 << (i / 64 % 64);
+            self.len += 1;
         }
     }
 
+    pub(super) fn remove(&mut self, i: usize) {
+        let w = &mut self.words[i / 64];
+        if *w & 1 << (i % 64) != 0 {
+            *w &= !(1 << (i % 64));
+            if *w == 0 {
+                self.summary[i / 4096] &= !(1 << (i / 64 % 64));
+            }
+            self.len -= 1;
+        }
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
     /// The smallest member at or after `from`.
-    fn next_from(&self, from: usize) -> Option<usize> {
+    pub(super) fn next_from(&self, from: usize) -> Option<usize> {
         let w = from / 64;
         let here = *self.words.get(w)? & (u64::MAX << (from % 64));
         if here != 0 {
@@ -232,6 +384,7 @@ impl IndexSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     /// The bitmap answers `next_from` as a sorted set does, over inserts and
     /// removes spread across several summary words.
@@ -275,7 +428,7 @@ mod tests {
             x ^= x << 17;
             x % m
         };
-        for target in [5, SCAN_LIMIT, SCAN_LIMIT + 1, 40] {
+        for target in [5, SCAN_LIMIT, SCAN_LIMIT + 1, 40, 700] {
             let mut s = Schedule::default();
             let mut model: Vec<Option<Instant>> = Vec::new();
             let mut now = 0;
@@ -302,11 +455,12 @@ mod tests {
                     .filter(|&j| model[j].is_some_and(|t| t <= due_at))
                     .collect();
                 assert_eq!(due, want);
-                assert_eq!(s.earliest(), model.iter().flatten().min().copied());
+                let horizon = s.horizon;
+                let earliest = model.iter().flatten().min().map(|&t| t.max(horizon));
+                assert_eq!(s.earliest(), earliest);
                 let from = rand(model.len() as u64) as usize;
                 let ready = (from..model.len())
                     .find(|&j| model[j].is_some_and(|t| t <= Instant::from_ns(now)));
-                let horizon = s.horizon;
                 assert!(horizon <= Instant::from_ns(now));
                 if horizon == Instant::from_ns(now) {
                     assert_eq!(s.next_ready(from, model.len()), ready);

@@ -3,6 +3,7 @@
 //! endpoint's shared reorder buffer had, so that drivers never read it themselves.
 
 use super::Endpoint;
+use crate::connection::Connection;
 use crate::tap::{MetricsTap, TapCounters, TapEvent};
 use crate::time::Instant;
 use crate::wire;
@@ -25,7 +26,7 @@ impl MetricsTap for Endpoint {
             spurious_retransmissions: self.closed_spurious
                 + self
                     .connections()
-                    .map(|c| c.sender_stats().spurious_retransmissions)
+                    .map(Connection::spurious_retransmissions)
                     .sum::<u64>(),
             reorder_drops: self.buffer.stats().all_flows.dropped_full,
             nic_ood: self.nic_ood(),
@@ -46,23 +47,35 @@ impl Endpoint {
         let seen = s.in_order + s.buffered;
         let nic_ood = self.nic_ood();
         let rbo_slots = self.buffer.used_slots() as u64;
-        let conn = (data.len() >= wire::COMMON_HEADER_LEN)
-            .then(|| wire::Packet::new_unchecked(data).flow())
-            .and_then(|f| self.by_flow.get(&f).copied());
+        let packet =
+            (data.len() >= wire::COMMON_HEADER_LEN).then(|| wire::Packet::new_unchecked(data));
+        // Feedback goes to the sending half alone: the receiving half's counters
+        // cannot change, and reading them would cost an ACK a cache line it does
+        // not otherwise touch.
+        let feedback = packet.as_ref().is_some_and(|p| {
+            matches!(
+                p.packet_type(),
+                Ok(wire::PacketType::Ack | wire::PacketType::Nak)
+            )
+        });
+        let conn = packet.and_then(|p| self.by_flow.get(&p.flow()).copied());
         let rb = &self.buffer;
         let before = conn.and_then(|i| self.conns[i].open()).map(|c| {
-            let r = c.receiver_stats();
-            (
-                r.bytes_delivered,
-                discards(r),
-                r.placed_direct,
-                c.direct_ood(rb),
-            )
+            (!feedback).then(|| {
+                let r = c.receiver_stats();
+                (
+                    r.bytes_delivered,
+                    discards(r),
+                    r.placed_direct,
+                    c.direct_ood(rb),
+                )
+            })
         });
         let ok = self.receive(now, path, data, ecn_ce).is_ok();
         let (flow, delivered, discarded, direct) = match (conn, before) {
-            (Some(i), Some((b, d, p, ood))) if ok => match self.conns[i].open() {
-                Some(c) => {
+            (Some(i), Some(before)) if ok => match (self.conns[i].open(), before) {
+                (Some(c), None) => (Some(c.local_flow()), 0, false, false),
+                (Some(c), Some((b, d, p, ood))) => {
                     let r = c.receiver_stats();
                     // A flow's direct OOD changes only on its own arrivals.
                     self.direct_ood =
@@ -74,7 +87,7 @@ impl Endpoint {
                         r.placed_direct > p,
                     )
                 }
-                None => (None, 0, false, false),
+                (None, _) => (None, 0, false, false),
             },
             _ => (None, 0, false, false),
         };

@@ -199,7 +199,8 @@ mod tests {
         let mut s = sent(&rc("rc-sr"), 10);
         feedback(&mut s, 10, 9, 10, 0, None);
         assert_eq!(
-            s.core.paths[0].inflight, 9,
+            s.core.paths.inflight(0),
+            9,
             "known delivered, still counted"
         );
         // They leave two RTTs (10 us measured) after they were sent: a wake-up
@@ -207,7 +208,7 @@ mod tests {
         let t = s.poll_timeout().expect("a wake-up for the expiry");
         assert!(t <= Instant::from_us(20), "{t:?}");
         s.handle_timeout(Instant::from_us(20), &mut std::collections::VecDeque::new());
-        assert_eq!(s.core.paths[0].inflight, 0);
+        assert_eq!(s.core.paths.inflight(0), 0);
         assert_eq!(s.core.inflight_expiry, None);
     }
 }

@@ -85,20 +85,14 @@ impl RtoTimer {
     }
 
     fn rto(&self, core: &Core) -> Duration {
-        let srtt = core
-            .paths
-            .iter()
-            .filter_map(|p| p.srtt)
-            .max()
-            .unwrap_or(self.initial_rtt);
+        let srtt = core.max_srtt.unwrap_or(self.initial_rtt);
         let base = srtt.saturating_mul(3).max(self.rto_min);
         base.saturating_mul(1u64 << self.retries.min(16))
     }
 
     /// When the timer fires, if it runs.
     pub(crate) fn deadline(&self, core: &Core) -> Option<Instant> {
-        // `any`: the first path with something in flight answers (no sum over P).
-        (core.retx_pending() || core.paths.iter().any(|p| p.inflight > 0))
+        (core.retx_pending() || core.in_flight_count() > 0)
             .then(|| self.last_progress + self.rto(core))
     }
 
@@ -268,7 +262,14 @@ mod testing {
             rx_timestamp_ns: now_us * 1000,
         };
         let now = Instant::from_us(now_us);
-        assert!(s.on_feedback(now, &common, &fb, nak, &mut VecDeque::new()));
+        assert!(s.on_feedback(
+            now,
+            &common,
+            &fb,
+            nak,
+            std::iter::empty(),
+            &mut VecDeque::new()
+        ));
     }
 
     pub(super) fn resent(s: &mut Sender, now_us: u64) -> Vec<u32> {

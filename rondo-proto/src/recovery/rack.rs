@@ -110,10 +110,13 @@ impl RackTlp {
             RackScope::Flow => 0..core.paths.len(),
             RackScope::Path => g..g + 1,
         };
-        let paths = &core.paths[paths];
-        if paths.iter().all(|p| p.inflight == 0) {
+        if core.paths.inflights()[paths.clone()]
+            .iter()
+            .all(|&n| n == 0)
+        {
             return None;
         }
+        let paths = &core.paths[paths];
         let last = paths
             .iter()
             .flat_map(|p| [p.last_sent, p.last_feedback])
@@ -241,7 +244,7 @@ mod tests {
             sent_at: at,
             ..SentPacket::default()
         });
-        core.paths[usize::from(path)].inflight += 1;
+        core.paths.add_in_flight(usize::from(path));
         core.paths[usize::from(path)].last_sent = Some(at);
         rack.on_transmit(psn);
         psn
@@ -253,7 +256,7 @@ mod tests {
         e.acked = true;
         e.in_flight = false;
         let (path, sent_at) = (e.path, e.sent_at);
-        core.paths[usize::from(path)].inflight -= 1;
+        core.paths.remove_in_flight(usize::from(path));
         core.paths[usize::from(path)].last_feedback = Some(Instant::from_us(now_us));
         rack.on_delivered(Instant::from_us(now_us), usize::from(path), psn, sent_at);
     }
@@ -310,7 +313,7 @@ mod tests {
         assert!(!r.on_timeout(Instant::from_us(41), &mut c, &mut events));
         assert!(lost(&c, tail), "the highest in flight on path 0 is resent");
         assert_eq!(c.stats.lost_declared, 0, "a probe is no loss verdict");
-        assert_eq!(c.paths[0].inflight, 1);
+        assert_eq!(c.paths.inflight(0), 1);
         // Path 1's probe is next (5 + 40 us); path 0 has its probe out.
         assert_eq!(r.poll_timeout(&c), Some(Instant::from_us(45)));
     }

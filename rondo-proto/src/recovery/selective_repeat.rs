@@ -29,7 +29,8 @@ pub struct SelectiveRepeat {
     /// No table entry below this PSN is a loss candidate (in flight, not acked):
     /// where detection starts. Every transmission lowers it to its PSN.
     loss_scan: u64,
-    /// Scratch: each path's ACK deadline during detection.
+    /// Scratch: each path's ACK deadline during detection (allocated at the
+    /// first: a connection that only receives never detects anything).
     deadlines: Vec<Option<Duration>>,
 }
 
@@ -42,7 +43,7 @@ impl SelectiveRepeat {
             rto_timer: RtoTimer::new(cfg, now),
             loss_timer: None,
             loss_scan: u64::from(cfg.initial_psn),
-            deadlines: Vec::with_capacity(usize::from(cfg.paths)),
+            deadlines: Vec::new(),
         }
     }
 }

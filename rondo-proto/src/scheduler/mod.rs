@@ -15,7 +15,7 @@ pub use unsent::UnsentSet;
 
 use crate::cc::AnyCc;
 use crate::event::Event;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::time::Instant;
 use std::collections::VecDeque;
 
@@ -23,17 +23,11 @@ use std::collections::VecDeque;
 pub trait PacketSelector {
     /// The rank (1 = the lowest unsent PSN) of the PSN a transmission on `path`
     /// carries now.
-    fn rank(&mut self, now: Instant, path: usize, paths: &[PathState]) -> u64;
+    fn rank(&mut self, now: Instant, path: usize, paths: &Paths) -> u64;
     /// The congestion controller updated its rates and windows.
-    fn on_update(
-        &mut self,
-        now: Instant,
-        paths: &[PathState],
-        cc: &AnyCc,
-        events: &mut VecDeque<Event>,
-    );
+    fn on_update(&mut self, now: Instant, paths: &Paths, cc: &AnyCc, events: &mut VecDeque<Event>);
     /// A path left rotation.
-    fn on_paths_changed(&mut self, paths: &[PathState], cc: &AnyCc);
+    fn on_paths_changed(&mut self, paths: &Paths, cc: &AnyCc);
     /// When the selector started reordering transmissions, if it has.
     fn enabled_at(&self) -> Option<Instant>;
     /// The current skip of a path (0 for selectors without one), for reports.
@@ -45,11 +39,11 @@ pub trait PacketSelector {
 pub struct LowestFirst;
 
 impl PacketSelector for LowestFirst {
-    fn rank(&mut self, _: Instant, _: usize, _: &[PathState]) -> u64 {
+    fn rank(&mut self, _: Instant, _: usize, _: &Paths) -> u64 {
         1
     }
-    fn on_update(&mut self, _: Instant, _: &[PathState], _: &AnyCc, _: &mut VecDeque<Event>) {}
-    fn on_paths_changed(&mut self, _: &[PathState], _: &AnyCc) {}
+    fn on_update(&mut self, _: Instant, _: &Paths, _: &AnyCc, _: &mut VecDeque<Event>) {}
+    fn on_paths_changed(&mut self, _: &Paths, _: &AnyCc) {}
     fn enabled_at(&self) -> Option<Instant> {
         None
     }
@@ -77,19 +71,13 @@ macro_rules! dispatch {
 }
 
 impl PacketSelector for AnyPacketSelector {
-    fn rank(&mut self, now: Instant, path: usize, paths: &[PathState]) -> u64 {
+    fn rank(&mut self, now: Instant, path: usize, paths: &Paths) -> u64 {
         dispatch!(self, s => s.rank(now, path, paths))
     }
-    fn on_update(
-        &mut self,
-        now: Instant,
-        paths: &[PathState],
-        cc: &AnyCc,
-        events: &mut VecDeque<Event>,
-    ) {
+    fn on_update(&mut self, now: Instant, paths: &Paths, cc: &AnyCc, events: &mut VecDeque<Event>) {
         dispatch!(self, s => s.on_update(now, paths, cc, events))
     }
-    fn on_paths_changed(&mut self, paths: &[PathState], cc: &AnyCc) {
+    fn on_paths_changed(&mut self, paths: &Paths, cc: &AnyCc) {
         dispatch!(self, s => s.on_paths_changed(paths, cc))
     }
     fn enabled_at(&self) -> Option<Instant> {

@@ -5,7 +5,7 @@ use super::PacketSelector;
 use crate::cc::{AnyCc, CongestionControl};
 use crate::config::FlowConfig;
 use crate::event::Event;
-use crate::path::{PathState, PathStatus};
+use crate::path::Paths;
 use crate::time::Instant;
 use std::collections::VecDeque;
 
@@ -131,12 +131,12 @@ impl SkipScheduler {
     /// congestion controller's EWMA over update intervals), which is the quantity
     /// eq. (7) multiplies and does not overestimate when the flow's pacer, not its
     /// window, limits the path. See docs/engine.md.
-    fn take_skip_inputs(&mut self, paths: &[PathState], cc: &AnyCc) {
+    fn take_skip_inputs(&mut self, paths: &Paths, cc: &AnyCc) {
         let sc = &mut self.scratch;
         sc.rates.clear();
         sc.delays.clear();
         for (i, p) in paths.iter().enumerate() {
-            let usable = p.status == PathStatus::Up && p.srtt.is_some();
+            let usable = paths.is_up(i) && p.srtt.is_some();
             sc.rates
                 .push(if usable { cc.path_rate(i) / 1e3 } else { 0.0 });
             sc.delays
@@ -155,7 +155,7 @@ impl SkipScheduler {
     }
 
     /// The skip of a transmission on `path` now, from the other paths' phases.
-    fn phase_skip(&mut self, path: usize, now: Instant, paths: &[PathState]) -> u64 {
+    fn phase_skip(&mut self, path: usize, now: Instant, paths: &Paths) -> u64 {
         let now_ns = now.as_ps() as f64 / 1e3;
         let sc = &mut self.scratch;
         if sc.rates.len() != paths.len() {
@@ -175,7 +175,7 @@ impl SkipScheduler {
 }
 
 impl PacketSelector for SkipScheduler {
-    fn rank(&mut self, now: Instant, path: usize, paths: &[PathState]) -> u64 {
+    fn rank(&mut self, now: Instant, path: usize, paths: &Paths) -> u64 {
         if !self.on {
             1
         } else if self.phase {
@@ -186,19 +186,13 @@ impl PacketSelector for SkipScheduler {
         }
     }
 
-    fn on_update(
-        &mut self,
-        now: Instant,
-        paths: &[PathState],
-        cc: &AnyCc,
-        events: &mut VecDeque<Event>,
-    ) {
+    fn on_update(&mut self, now: Instant, paths: &Paths, cc: &AnyCc, events: &mut VecDeque<Event>) {
         if self.allowed && !self.on && !cc.probing(now) {
             // While probing, windows still jump: the delays are not settled yet.
             let need = self.stable_samples;
             let mut any = false;
             let mut ready = true;
-            for p in paths.iter().filter(|p| p.status == PathStatus::Up) {
+            for (_, p) in paths.iter().enumerate().filter(|&(i, _)| paths.is_up(i)) {
                 if p.fwd_stable_samples < need || p.srtt.is_none() {
                     ready = false;
                     break;
@@ -216,7 +210,7 @@ impl PacketSelector for SkipScheduler {
         }
     }
 
-    fn on_paths_changed(&mut self, paths: &[PathState], cc: &AnyCc) {
+    fn on_paths_changed(&mut self, paths: &Paths, cc: &AnyCc) {
         self.take_skip_inputs(paths, cc);
     }
 

@@ -1,25 +1,27 @@
 //! ACK and NAK handling: RTT and forward-delay samples, what the congestion
 //! controller hears, acknowledgement bookkeeping and message completion.
 
-use super::{Core, Sender};
+use super::{Core, Sender, SentPacket};
 use crate::cc::{AckSample, CongestionControl};
 use crate::event::Event;
-use crate::path::PathStatus;
 use crate::recovery::LossRecovery;
 use crate::select::PathSelector;
 use crate::time::{Duration, Instant};
-use crate::wire::{CommonRepr, FeedbackRepr, Flags, NakReason};
+use crate::wire::{AckBlock, CommonRepr, FeedbackRepr, Flags, NakReason};
 use crate::Psn;
 use std::collections::VecDeque;
 
 impl Sender {
-    /// An ACK or NAK arrived. Returns false when it made no sense (counted).
-    pub(crate) fn on_feedback(
+    /// An ACK or NAK arrived, with the ACK blocks of a coalesced ACK (each block
+    /// PSN acknowledged as by its own ACK, before the fixed part's packet).
+    /// Returns false when it made no sense (counted).
+    pub(crate) fn on_feedback<'a>(
         &mut self,
         now: Instant,
         common: &CommonRepr,
         fb: &FeedbackRepr,
         nak: Option<NakReason>,
+        blocks: impl Iterator<Item = AckBlock<'a>>,
         events: &mut VecDeque<Event>,
     ) -> bool {
         self.select_blocked = false;
@@ -87,6 +89,13 @@ impl Sender {
         c.paths[path].last_feedback = Some(now);
         let echo = Instant::from_ns(fb.echo_timestamp_ns);
         let ecn = common.flags.contains(Flags::ECN_ECHO);
+        let mut progress = false;
+        if nak.is_none() {
+            for block in blocks {
+                progress |= self.on_block(now, common.timestamp_ns, &block);
+            }
+        }
+        let c = &mut self.core;
         match nak {
             None => {
                 let mut sample = AckSample {
@@ -97,45 +106,21 @@ impl Sender {
                     ecn,
                     psn: acked,
                 };
-                // Karn's rule: an RTT sample only from the ACK of a packet's newest
-                // transmission (while the packet is still in the table; a resent
-                // one's old copy echoes an older send time), and only from a
-                // (send time, PSN) after the path's last sample's (ACKs of one path
-                // come back in order, and packets sent in one burst share a send
-                // time; a duplicate, or a replayed old DATA, echoes an older one).
-                // Either says nothing about the path's RTT now.
-                let newest = entry.is_none_or(|e| e.sent_at.as_ns() == fb.echo_timestamp_ns);
-                let fresh = c.paths[path]
-                    .last_sample
-                    .is_none_or(|last| (fb.echo_timestamp_ns, acked) > last);
-                if let Some(rtt) = now
-                    .checked_since(echo)
-                    .filter(|r| newest && fresh && *r > Duration::ZERO)
-                {
-                    let gain = c.cfg.delay_gain;
-                    c.paths[path].on_rtt_sample(rtt, gain);
-                    let fwd_ns = fb.rx_timestamp_ns as i128 - fb.echo_timestamp_ns as i128;
-                    let fwd = (fwd_ns * 1000).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
-                    c.paths[path].on_forward_delay_sample(fwd, gain, c.cfg.delay_stable_tolerance);
-                    sample.rtt = Some(rtt);
-                    sample.forward_delay_ps = Some(fwd);
-                    c.paths[path].last_sample = Some((fb.echo_timestamp_ns, acked));
-                }
-                let p = &mut c.paths[path];
-                p.consecutive_losses = 0;
-                p.counters.data_acked += 1;
-                self.cc.on_ack(now, &sample, &c.paths);
-                self.selector.on_ack(now, path, ecn);
-                if ecn {
-                    c.stats.ecn_echoes += 1;
-                }
+                // Karn's rule (`Core::rtt_sample`).
+                let times = (
+                    fb.echo_timestamp_ns,
+                    fb.rx_timestamp_ns,
+                    common.timestamp_ns,
+                );
+                c.rtt_sample(now, path, acked, entry, times, &mut sample);
+                self.count_ack(now, &sample);
             }
             Some(reason) => {
                 c.stats.naks_received += 1;
                 self.cc.on_nak(now, path, reason);
             }
         }
-        let mut progress = false;
+        let c = &mut self.core;
         if let Some(e) = entry {
             if nak == Some(NakReason::OutOfOrder) {
                 // Kept out of order (selectively acknowledged); `cum` is the hole.
@@ -177,11 +162,88 @@ impl Sender {
         true
     }
 
+    /// One ACK block of a coalesced ACK sent at `sent_ns` (the receiver's clock):
+    /// every PSN is a first transmission's arrival, acknowledged as by its own
+    /// ACK; the first (the newest) gives the path's RTT and forward-delay sample,
+    /// the block's CE marks go to its first packets. PSNs never sent and a
+    /// path out of range are counted in `bad_feedback` and skipped. Returns
+    /// whether something was newly acknowledged.
+    fn on_block(&mut self, now: Instant, sent_ns: u64, block: &AckBlock<'_>) -> bool {
+        let c = &mut self.core;
+        let path = usize::from(block.path);
+        if path >= c.paths.len() {
+            c.stats.bad_feedback += 1;
+            return false;
+        }
+        c.paths[path].last_feedback = Some(now);
+        let sent_end = c.base + c.table.len() as u64;
+        let mut progress = false;
+        for (i, psn) in block.psns().enumerate() {
+            let c = &mut self.core;
+            let acked = c.expand(psn).filter(|&a| a < sent_end);
+            let entry = acked
+                .and_then(|a| a.checked_sub(c.base))
+                .map(|i| c.table[i as usize]);
+            let Some(acked) =
+                acked.filter(|&a| a < c.base || entry.is_some_and(|e| e.tx_count > 0))
+            else {
+                c.stats.bad_feedback += 1;
+                continue;
+            };
+            let ecn = i < usize::from(block.ce_count);
+            let mut sample = AckSample {
+                path,
+                rtt: None,
+                forward_delay_ps: None,
+                probe: false,
+                ecn,
+                psn: acked,
+            };
+            if i == 0 {
+                let times = (block.echo_timestamp_ns, block.rx_timestamp_ns, sent_ns);
+                c.rtt_sample(now, path, acked, entry, times, &mut sample);
+            }
+            self.count_ack(now, &sample);
+            let c = &mut self.core;
+            let Some(e) = entry else { continue };
+            // The receiver blocks only first transmissions: the copy that
+            // arrived was sent before any retransmission, at `sent_at` when
+            // there was none (the newest's echo says it in any case).
+            if !e.acked && e.tx_count > 1 {
+                c.stats.spurious_retransmissions += 1;
+            }
+            let sent_at = if i == 0 {
+                Some(Instant::from_ns(block.echo_timestamp_ns))
+            } else {
+                (e.tx_count == 1).then_some(e.sent_at)
+            };
+            if let Some(sent_at) = sent_at {
+                self.recovery.on_delivered(now, path, acked, sent_at);
+            }
+            progress |= self.core.mark_acked(acked, true);
+        }
+        progress
+    }
+
+    /// One data packet's own ACK, for the path's counters and the seams: the
+    /// congestion controller (whose ACK rate counts packets) and path selection.
+    fn count_ack(&mut self, now: Instant, sample: &AckSample) {
+        let c = &mut self.core;
+        let p = &mut c.paths[sample.path];
+        p.consecutive_losses = 0;
+        p.counters.data_acked += 1;
+        self.cc.on_ack(now, sample, &c.paths);
+        self.selector.on_ack(now, sample.path, sample.ecn);
+        if sample.ecn {
+            c.stats.ecn_echoes += 1;
+        }
+    }
+
     fn on_probe_ack(&mut self, now: Instant, path: usize, events: &mut VecDeque<Event>) {
         let c = &mut self.core;
         c.stats.probes_acked += 1;
-        if c.paths[path].status == PathStatus::Down {
-            c.paths[path].rejoin();
+        if !c.paths.is_up(path) {
+            c.paths.rejoin(path);
             events.push_back(Event::PathUp { path: path as u16 });
             self.cc.on_path_up(now, path, &c.paths);
         }
@@ -201,6 +263,53 @@ impl Sender {
 }
 
 impl Core {
+    /// The RTT and forward-delay sample of the ACK of `acked` on `path` (its
+    /// table entry as the feedback found it), from `times`: the echoed send
+    /// time, the arrival time and the time the receiver sent the ACK (its clock,
+    /// so the difference is how long the ACK was held for coalescing, 0 for a
+    /// per-packet ACK, and is left out of the RTT).
+    ///
+    /// Karn's rule: an RTT sample only from the ACK of a packet's newest
+    /// transmission (while the packet is still in the table; a resent one's
+    /// old copy echoes an older send time), and only from a (send time, PSN)
+    /// after the path's last sample's (ACKs of one path come back in order, and
+    /// packets sent in one burst share a send time; a duplicate, or a replayed
+    /// old DATA, echoes an older one). Either says nothing about the path's RTT
+    /// now.
+    fn rtt_sample(
+        &mut self,
+        now: Instant,
+        path: usize,
+        acked: u64,
+        entry: Option<SentPacket>,
+        (echo_ns, rx_ns, acked_at_ns): (u64, u64, u64),
+        sample: &mut AckSample,
+    ) {
+        let newest = entry.is_none_or(|e| e.sent_at.as_ns() == echo_ns);
+        let fresh = self.paths[path]
+            .last_sample
+            .is_none_or(|last| (echo_ns, acked) > last);
+        let held = Duration::from_ns(acked_at_ns.saturating_sub(rx_ns));
+        let Some(rtt) = now
+            .checked_since(Instant::from_ns(echo_ns))
+            .map(|r| r.saturating_sub(held))
+            .filter(|r| newest && fresh && *r > Duration::ZERO)
+        else {
+            return;
+        };
+        let gain = self.cfg.delay_gain;
+        let old = self.paths[path].srtt;
+        self.paths[path].on_rtt_sample(rtt, gain);
+        self.note_srtt(old, self.paths[path].srtt);
+        let fwd_ns = rx_ns as i128 - echo_ns as i128;
+        let fwd = (fwd_ns * 1000).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        let tolerance = self.cfg.delay_stable_tolerance;
+        self.paths[path].on_forward_delay_sample(fwd, gain, tolerance);
+        sample.rtt = Some(rtt);
+        sample.forward_delay_ps = Some(fwd);
+        self.paths[path].last_sample = Some((echo_ns, acked));
+    }
+
     fn expand(&self, psn: Psn) -> Option<u64> {
         let abs = self.base as i64 + psn.diff(Psn(self.base as u32)) as i64;
         (abs >= 0).then_some(abs as u64)
@@ -230,7 +339,7 @@ impl Core {
         };
         if own && e.in_flight {
             e.in_flight = false;
-            self.paths[e.path as usize].inflight -= 1;
+            self.paths.remove_in_flight(e.path as usize);
         }
         if e.acked {
             return false;
@@ -268,7 +377,7 @@ impl Core {
                 let at = e.sent_at + rtt.saturating_mul(2);
                 if at <= now {
                     self.table[i].in_flight = false;
-                    self.paths[e.path as usize].inflight -= 1;
+                    self.paths.remove_in_flight(e.path as usize);
                 } else {
                     next = Some(next.map_or(at, |t| t.min(at)));
                 }

@@ -5,7 +5,6 @@
 
 use super::Core;
 use crate::event::Event;
-use crate::path::PathStatus;
 use crate::time::Instant;
 
 impl Core {
@@ -17,8 +16,8 @@ impl Core {
             let p = &mut self.paths[path];
             p.consecutive_losses += 1;
             if !by_timeout
-                && p.status == PathStatus::Up
-                && p.consecutive_losses >= self.cfg.path_down_losses
+                && self.paths.is_up(path)
+                && self.paths[path].consecutive_losses >= self.cfg.path_down_losses
             {
                 self.take_path_down(path, now);
             }
@@ -44,7 +43,7 @@ impl Core {
         let path = e.path as usize;
         if e.in_flight {
             e.in_flight = false;
-            self.paths[path].inflight -= 1;
+            self.paths.remove_in_flight(path);
         }
         e.queued = true;
         self.retx.insert(psn);
@@ -65,15 +64,15 @@ impl Core {
         }
         if e.in_flight {
             e.in_flight = false;
-            self.paths[e.path as usize].inflight -= 1;
+            self.paths.remove_in_flight(e.path as usize);
         }
         e.queued = true;
         self.retx.insert(psn);
     }
 
     fn take_path_down(&mut self, path: usize, now: Instant) {
+        self.paths.take_down(path);
         let p = &mut self.paths[path];
-        p.status = PathStatus::Down;
         p.counters.downs += 1;
         p.next_down_probe = now;
         self.downed.push(path);
@@ -89,13 +88,20 @@ impl Core {
     }
 
     /// The receiver could not hold `refused - hole` packets beyond its hole: keep
-    /// new data within half of that until it drains, and resend the hole first if
-    /// its copy has had time to arrive. (The congestion controller decides about
-    /// its windows: `CongestionControl::on_receiver_full`.)
+    /// new data within half of that until it drains (the receiver-limited span,
+    /// where the flow's transport keeps it: `Transport::receiver_span`), and
+    /// resend the hole first if its copy has had time to arrive. (The congestion
+    /// controller decides about its windows: `CongestionControl::on_receiver_full`.)
     pub(super) fn on_buffer_full(&mut self, now: Instant, hole: u64, refused: u64) {
-        let span = (refused.saturating_sub(hole) / 2).max(4);
-        self.rx_window = Some(self.rx_window.map_or(span, |w| w.min(span)));
-        self.rx_window_grow = 0;
+        let limit = self
+            .cfg
+            .receiver_span
+            .unwrap_or_else(|| self.cfg.transport.receiver_span());
+        if limit {
+            let span = (refused.saturating_sub(hole) / 2).max(4);
+            self.rx_window = Some(self.rx_window.map_or(span, |w| w.min(span)));
+            self.rx_window_grow = 0;
+        }
         if hole >= self.base && ((hole - self.base) as usize) < self.table.len() {
             let e = self.table[(hole - self.base) as usize];
             let wait = self.paths[e.path as usize]
@@ -120,7 +126,7 @@ impl Core {
             let e = self.table[i];
             if e.in_flight && e.acked {
                 self.table[i].in_flight = false;
-                self.paths[e.path as usize].inflight -= 1;
+                self.paths.remove_in_flight(e.path as usize);
             } else if e.in_flight {
                 let oldest = &mut oldest_lost[e.path as usize];
                 *oldest = Some(oldest.map_or(e.sent_at, |t| t.min(e.sent_at)));
@@ -132,11 +138,9 @@ impl Core {
             let p = &self.paths[path];
             let silent = p.last_feedback.is_none_or(|t| t < since);
             let others_answer = self.paths.iter().enumerate().any(|(q, o)| {
-                q != path
-                    && o.status == PathStatus::Up
-                    && o.last_feedback.is_some_and(|t| t >= since)
+                q != path && self.paths.is_up(q) && o.last_feedback.is_some_and(|t| t >= since)
             });
-            if silent && others_answer && p.status == PathStatus::Up {
+            if silent && others_answer && self.paths.is_up(path) {
                 self.take_path_down(path, now);
             }
         }

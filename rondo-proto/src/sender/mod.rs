@@ -11,6 +11,7 @@
 //! [`retx`] queue, and [`timers`] (wake-ups).
 
 mod feedback;
+mod lazy;
 mod loss;
 mod retx;
 mod timers;
@@ -20,15 +21,17 @@ use crate::cc::{AnyCc, CongestionControl, FlowView};
 use crate::config::FlowConfig;
 use crate::event::{ConnectionError, Event};
 use crate::message::{Message, PayloadBytes};
-use crate::path::{PathState, PathStatus};
+use crate::path::Paths;
 use crate::recovery::{AnyRecovery, LossRecovery};
 use crate::scheduler::{AnyPacketSelector, PacketSelector, UnsentSet};
 use crate::select::{AnyPathSelector, PathSelector};
 use crate::stats::SenderStats;
 use crate::time::{Duration, Instant};
 use crate::transport::Transport;
+pub(crate) use lazy::LazySender;
 use retx::RetxQueue;
 use std::collections::VecDeque;
+pub(crate) use transmit::line_clock_after;
 
 #[derive(Debug)]
 pub(crate) struct OutMessage {
@@ -53,7 +56,10 @@ pub(crate) struct SentPacket {
 pub(crate) struct Core {
     pub(crate) cfg: FlowConfig,
     payload: u64,
-    pub(crate) paths: Vec<PathState>,
+    pub(crate) paths: Paths,
+    /// The largest smoothed RTT of any path, kept with each RTT sample: the
+    /// retransmission timer reads it on every `poll_timeout`.
+    pub(crate) max_srtt: Option<Duration>,
     messages: VecDeque<OutMessage>,
     /// State of PSNs `[base, base + table.len())`.
     pub(crate) table: VecDeque<SentPacket>,
@@ -77,7 +83,8 @@ pub(crate) struct Core {
     /// The loss-recovery scheme's outstanding-PSN limit: new PSNs only below
     /// `una + psn_window` ([`crate::recovery`]'s `psn_window`).
     psn_window: Option<u64>,
-    /// Scratch: every path's open window during path selection.
+    /// Scratch: every path's open window during path selection (allocated at
+    /// the first selection: a connection that only receives never needs it).
     open: Vec<f64>,
     pub(crate) stats: SenderStats,
     pub(crate) failed: Option<ConnectionError>,
@@ -112,9 +119,7 @@ pub(crate) struct Sender {
 
 impl Sender {
     pub(crate) fn new(cfg: &FlowConfig, now: Instant) -> Sender {
-        let paths: Vec<PathState> = (0..cfg.paths as usize)
-            .map(|i| PathState::new(cfg, i))
-            .collect();
+        let paths = Paths::new(cfg);
         let start = cfg.initial_psn as u64;
         let parts = Transport::parts(cfg, now, &paths);
         let psn_window = parts.recovery.psn_window();
@@ -123,6 +128,7 @@ impl Sender {
                 cfg: cfg.clone(),
                 payload: cfg.payload_per_packet() as u64,
                 paths,
+                max_srtt: None,
                 messages: VecDeque::new(),
                 table: VecDeque::new(),
                 base: start,
@@ -139,7 +145,7 @@ impl Sender {
                 rx_window_grow: 0,
                 psn_window,
                 inflight_expiry: None,
-                open: vec![0.0; cfg.paths as usize],
+                open: Vec::new(),
                 stats: SenderStats::default(),
                 failed: None,
                 pending_path_events: VecDeque::new(),
@@ -196,11 +202,6 @@ impl Sender {
         self.cc.pacing_rate(&self.core.paths)
     }
 
-    /// The flow's datagram size: the least a transmit buffer must hold.
-    pub(crate) fn mtu(&self) -> usize {
-        self.core.cfg.mtu
-    }
-
     /// The payload bytes `offset..offset + len` of the message whose first PSN is
     /// `first_psn`, while it is not fully acknowledged.
     pub(crate) fn payload(
@@ -229,16 +230,19 @@ impl Core {
         })
     }
 
-    fn up_paths(&self) -> impl Iterator<Item = usize> + '_ {
-        self.paths
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.status == PathStatus::Up)
-            .map(|(i, _)| i)
+    /// Packets in flight over every path.
+    pub(crate) fn in_flight_count(&self) -> u32 {
+        self.paths.in_flight()
     }
 
-    pub(crate) fn in_flight_count(&self) -> u32 {
-        self.paths.iter().map(|p| p.inflight).sum()
+    /// A path's smoothed RTT moved from `old` to `new`: the largest of any path
+    /// follows, with a pass over the paths only when the one that held it fell.
+    fn note_srtt(&mut self, old: Option<Duration>, new: Option<Duration>) {
+        if new >= self.max_srtt {
+            self.max_srtt = new;
+        } else if old == self.max_srtt {
+            self.max_srtt = self.paths.iter().filter_map(|p| p.srtt).max();
+        }
     }
 
     /// Retransmissions are queued.

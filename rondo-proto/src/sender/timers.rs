@@ -18,9 +18,11 @@ impl Sender {
             return None;
         }
         let mut t = self.cc.poll_timeout().unwrap_or(Instant::MAX);
-        for p in &c.paths {
-            if p.status == PathStatus::Down {
-                t = t.min(p.next_down_probe);
+        if c.paths.down() > 0 {
+            for (p, status) in c.paths.iter().zip(c.paths.statuses()) {
+                if *status == PathStatus::Down {
+                    t = t.min(p.next_down_probe);
+                }
             }
         }
         if let Some(d) = self.recovery.poll_timeout(c) {
@@ -46,7 +48,10 @@ impl Sender {
         }
         self.core.expire_acked_inflight(now);
         let tick = self.cc.on_tick(now, &self.core.paths, &self.core);
-        self.core.stats.probing_phases += u64::from(tick.probing_phases);
+        if tick.probing_phases > 0 {
+            // Written only when it moves: the counters' line is cold otherwise.
+            self.core.stats.probing_phases += u64::from(tick.probing_phases);
+        }
         if tick.updated {
             self.select_blocked = false;
             self.scheduler

@@ -3,7 +3,7 @@
 
 use super::{Core, Sender, SentPacket};
 use crate::cc::CongestionControl;
-use crate::path::PathStatus;
+use crate::config::FlowConfig;
 use crate::recovery::LossRecovery;
 use crate::scheduler::PacketSelector;
 use crate::select::PathSelector;
@@ -53,15 +53,18 @@ impl Sender {
         if c.failed.is_some() {
             return None;
         }
-        if let Some(p) = (0..c.paths.len())
-            .find(|&i| c.paths[i].status == PathStatus::Down && c.paths[i].next_down_probe <= now)
-        {
+        let down_probe = if c.paths.down() > 0 {
+            (0..c.paths.len()).find(|&i| !c.paths.is_up(i) && c.paths[i].next_down_probe <= now)
+        } else {
+            None
+        };
+        if let Some(p) = down_probe {
             c.paths[p].next_down_probe = now + c.cfg.down_probe_interval;
             // While another path carries the flow, a path out of rotation is spare
             // capacity, asked for at probe priority where the transport has it;
             // with none left, the flow's only way forward is an answer, asked for
             // at data priority.
-            let kind = if self.cc.low_priority_probes() && c.up_paths().next().is_some() {
+            let kind = if self.cc.low_priority_probes() && c.paths.up() > 0 {
                 ProbeKind::Capacity
             } else {
                 ProbeKind::Liveness
@@ -73,6 +76,7 @@ impl Sender {
         }
         if !self.cc.paced() || now >= self.core.pace_next {
             let c = &mut self.core;
+            c.open.resize(c.paths.len(), 0.0);
             self.cc.open_windows(&c.paths, &mut c.open);
             loop {
                 let Some(path) = self.selector.select(&self.core.open) else {
@@ -97,7 +101,7 @@ impl Sender {
     /// transmission opportunities ([`Sender::poll_probe`]).
     pub(crate) fn wants_probe(&self, now: Instant) -> bool {
         let c = &self.core;
-        c.failed.is_none() && c.has_data() && self.cc.probing(now) && c.up_paths().next().is_some()
+        c.failed.is_none() && c.has_data() && self.cc.probing(now) && c.paths.up() > 0
     }
 
     /// A capacity probe on the next path in rotation after the last probed, if
@@ -118,7 +122,7 @@ impl Sender {
         let n = c.paths.len();
         let p = (1..=n)
             .map(|k| (c.probe_rr + k) % n)
-            .find(|&i| c.paths[i].status == PathStatus::Up)?;
+            .find(|&i| c.paths.is_up(i))?;
         c.probe_rr = p;
         c.emit_probe(now, p, ProbeKind::Capacity, tx, remote_flow)
     }
@@ -231,9 +235,9 @@ impl Sender {
         entry.path = path as u16;
         entry.sent_at = now;
         entry.tx_count = entry.tx_count.saturating_add(1);
-        let p = &mut c.paths[path];
-        p.inflight += 1;
+        c.paths.add_in_flight(path);
         self.cc.on_sent(now, path);
+        let p = &mut c.paths[path];
         p.last_sent = Some(now);
         p.counters.data_sent += 1;
         c.stats.data_packets_sent += 1;
@@ -244,7 +248,7 @@ impl Sender {
         let rate = self.cc.pacing_rate(&c.paths);
         if rate > 0.0 {
             let gap = Duration::from_us_f64(total as f64 / c.cfg.mtu as f64 / rate);
-            c.pace_next = c.pace_next.max(c.burst_floor(now, gap)) + gap;
+            c.pace_next = c.pace_next.max(burst_floor(&c.cfg, now, gap)) + gap;
         }
         let in_flight = c.in_flight_count();
         self.recovery.on_transmitted(now, in_flight);
@@ -258,21 +262,26 @@ impl Sender {
     }
 }
 
+/// The host line clock `clock` moved past a `len`-byte datagram sent at `now`
+/// at the line rate of a flow configured by `cfg`, with its burst credit.
+pub(crate) fn line_clock_after(
+    cfg: &FlowConfig,
+    clock: Instant,
+    now: Instant,
+    len: usize,
+) -> Instant {
+    let wire = Duration::serialisation(len as u64, cfg.line_rate_bps);
+    clock.max(burst_floor(cfg, now, wire)) + wire
+}
+
+/// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`
+/// (exactly `now` without burst credit).
+fn burst_floor(cfg: &FlowConfig, now: Instant, gap: Duration) -> Instant {
+    let credit = gap.saturating_mul(u64::from(cfg.pacing_burst - 1));
+    Instant::from_ps(now.as_ps().saturating_sub(credit.as_ps()))
+}
+
 impl Core {
-    /// The host line clock `clock` moved past a `len`-byte datagram sent at `now`
-    /// at this flow's line rate, with its burst credit.
-    pub(crate) fn line_clock_after(&self, clock: Instant, now: Instant, len: usize) -> Instant {
-        let wire = Duration::serialisation(len as u64, self.cfg.line_rate_bps);
-        clock.max(self.burst_floor(now, wire)) + wire
-    }
-
-    /// The earliest a pacing clock may lag `now`: `pacing_burst - 1` slots of `gap`
-    /// (exactly `now` without burst credit).
-    fn burst_floor(&self, now: Instant, gap: Duration) -> Instant {
-        let credit = gap.saturating_mul(u64::from(self.cfg.pacing_burst - 1));
-        Instant::from_ps(now.as_ps().saturating_sub(credit.as_ps()))
-    }
-
     fn emit_probe<B: TxBuffer + ?Sized>(
         &mut self,
         now: Instant,

@@ -5,7 +5,7 @@
 use super::{Entry, Parts};
 use crate::cc::{AnyCc, Dcqcn};
 use crate::config::FlowConfig;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::receiver_policy::ReceiverPolicy;
 use crate::recovery::{AnyRecovery, SelectiveRepeat};
 use crate::scheduler::{AnyPacketSelector, LowestFirst};
@@ -20,7 +20,7 @@ pub(super) const ENTRY: Entry = Entry {
 };
 
 /// The parts of an ECMP flow (also the hosts' parts of `ar`).
-pub(super) fn sender(cfg: &FlowConfig, now: Instant, _paths: &[PathState]) -> Parts {
+pub(super) fn sender(cfg: &FlowConfig, now: Instant, _paths: &Paths) -> Parts {
     Parts {
         cc: AnyCc::Dcqcn(Dcqcn::new(cfg)),
         selector: AnyPathSelector::Fixed(FixedSelector::new(usize::from(cfg.paths), cfg.seed)),

@@ -30,7 +30,7 @@ mod uet;
 
 use crate::cc::AnyCc;
 use crate::config::FlowConfig;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::receiver_policy::ReceiverPolicy;
 use crate::recovery::AnyRecovery;
 use crate::scheduler::AnyPacketSelector;
@@ -54,7 +54,7 @@ pub(crate) struct Entry {
     /// One line for `--list` and help texts.
     description: &'static str,
     /// The sender's parts for a flow configured by `cfg`, with paths `paths`, at `now`.
-    sender: fn(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Parts,
+    sender: fn(cfg: &FlowConfig, now: Instant, paths: &Paths) -> Parts,
     /// The receiver's policy.
     receiver: fn(cfg: &FlowConfig) -> ReceiverPolicy,
 }
@@ -119,8 +119,26 @@ impl Transport {
         rc::max_outstanding_reads(self.entry())
     }
 
+    /// Whether this transport holds new data within the receiver-limited span
+    /// after a "reorder buffer full" NAK, unless `FlowConfig::receiver_span`
+    /// says otherwise: Rondo only. The baselines' papers have nothing like it;
+    /// each reacts to the receiver's refusals with its own rules
+    /// (docs/baselines.md, "The receiver-limited span").
+    pub fn receiver_span(self) -> bool {
+        self == Transport::RONDO
+    }
+
+    /// How this transport's receiver acknowledges unless `FlowConfig::ack_coalesce`
+    /// says otherwise: an ACK per data packet for every transport (the
+    /// baselines' rules are per ACK: MP-RDMA's ACK clocking, DCQCN's CNPs,
+    /// Swift's per-ACK increase; Rondo's choice is measured in docs/engine.md,
+    /// "Coalesced ACKs").
+    pub fn ack_coalesce(self) -> crate::config::AckCoalesce {
+        crate::config::AckCoalesce::PER_PACKET
+    }
+
     /// The sender's parts of a flow configured by `cfg` (its `transport`).
-    pub(crate) fn parts(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Parts {
+    pub(crate) fn parts(cfg: &FlowConfig, now: Instant, paths: &Paths) -> Parts {
         (cfg.transport.entry().sender)(cfg, now, paths)
     }
 
@@ -183,6 +201,13 @@ mod tests {
             e.contains("`tcp`") && e.contains("rondo") && e.contains("rrps"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn only_rondo_keeps_the_receiver_limited_span() {
+        for t in Transport::all() {
+            assert_eq!(t.receiver_span(), t == Transport::RONDO, "{t}");
+        }
     }
 
     #[test]

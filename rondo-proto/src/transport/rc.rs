@@ -12,7 +12,7 @@
 use super::{Entry, Parts};
 use crate::cc::{AnyCc, Dcqcn};
 use crate::config::{FlowConfig, PathSelection};
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::receiver_policy::ReceiverPolicy;
 use crate::recovery::{AnyRecovery, GoBackN, NakRecovery};
 use crate::scheduler::{AnyPacketSelector, LowestFirst};
@@ -66,7 +66,7 @@ fn selector(cfg: &FlowConfig) -> AnyPathSelector {
     }
 }
 
-fn gbn_sender(cfg: &FlowConfig, now: Instant, _paths: &[PathState]) -> Parts {
+fn gbn_sender(cfg: &FlowConfig, now: Instant, _paths: &Paths) -> Parts {
     Parts {
         cc: cc(cfg),
         selector: selector(cfg),
@@ -81,7 +81,7 @@ fn gbn_receiver(_cfg: &FlowConfig) -> ReceiverPolicy {
     }
 }
 
-fn sr_sender(cfg: &FlowConfig, now: Instant, _paths: &[PathState]) -> Parts {
+fn sr_sender(cfg: &FlowConfig, now: Instant, _paths: &Paths) -> Parts {
     let window = Some(u64::from(WRITE_PSN_WINDOW));
     Parts {
         cc: cc(cfg),

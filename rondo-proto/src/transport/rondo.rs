@@ -5,7 +5,7 @@
 use super::{Entry, Parts};
 use crate::cc::{AnyCc, Arcc};
 use crate::config::{FlowConfig, PathSelection};
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::receiver_policy::ReceiverPolicy;
 use crate::recovery::AnyRecovery;
 use crate::scheduler::{AnyPacketSelector, SkipScheduler};
@@ -19,7 +19,7 @@ pub(super) const ENTRY: Entry = Entry {
     receiver,
 };
 
-fn sender(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Parts {
+fn sender(cfg: &FlowConfig, now: Instant, paths: &Paths) -> Parts {
     Parts {
         cc: AnyCc::Arcc(Arcc::new(cfg, now, paths)),
         selector: match cfg.path_selection {

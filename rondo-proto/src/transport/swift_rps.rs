@@ -5,7 +5,7 @@
 use super::{Entry, Parts};
 use crate::cc::{AnyCc, Swift};
 use crate::config::FlowConfig;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::receiver_policy::ReceiverPolicy;
 use crate::recovery::AnyRecovery;
 use crate::scheduler::{AnyPacketSelector, LowestFirst};
@@ -19,7 +19,7 @@ pub(super) const ENTRY: Entry = Entry {
     receiver,
 };
 
-fn sender(cfg: &FlowConfig, now: Instant, _paths: &[PathState]) -> Parts {
+fn sender(cfg: &FlowConfig, now: Instant, _paths: &Paths) -> Parts {
     Parts {
         cc: AnyCc::Swift(Swift::new(cfg)),
         selector: AnyPathSelector::Random(RandomSelector::new(cfg.seed)),

@@ -8,7 +8,7 @@
 use super::{Entry, Parts};
 use crate::cc::{AnyCc, Nscc};
 use crate::config::FlowConfig;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::receiver_policy::ReceiverPolicy;
 use crate::recovery::AnyRecovery;
 use crate::scheduler::{AnyPacketSelector, LowestFirst};
@@ -22,7 +22,7 @@ pub(super) const ENTRY: Entry = Entry {
     receiver,
 };
 
-fn sender(cfg: &FlowConfig, now: Instant, _paths: &[PathState]) -> Parts {
+fn sender(cfg: &FlowConfig, now: Instant, _paths: &Paths) -> Parts {
     Parts {
         cc: AnyCc::Nscc(Nscc::new(cfg, now)),
         selector: AnyPathSelector::Reps(Reps::new(cfg.seed)),

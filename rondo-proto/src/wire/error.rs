@@ -76,6 +76,13 @@ pub enum WireError {
         /// Offset in the datagram of the extension's type byte.
         at: usize,
     },
+    /// An ACK block extension (0x83) that is malformed (no PSN, a partial PSN, a
+    /// reserved byte set, more CE marks than packets) or not in an ACK.
+    #[error("bad ACK block extension at byte {at}: a block belongs in an ACK and holds 1 to 58 whole PSNs, reserved byte 0, at most one CE mark per PSN")]
+    BadAckBlock {
+        /// Offset in the datagram of the extension's type byte.
+        at: usize,
+    },
     /// A header extension runs past the end of the header (`header_words * 4`).
     #[error("header extension at byte {at} runs past the end of the header")]
     MalformedExtension {

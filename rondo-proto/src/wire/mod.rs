@@ -23,6 +23,7 @@
 //! # Ok::<(), wire::WireError>(())
 //! ```
 
+mod ack_block;
 mod error;
 mod extension;
 mod flags;
@@ -31,6 +32,10 @@ mod repr;
 #[cfg(test)]
 mod tests;
 
+pub use ack_block::{
+    ack_block_len, emit_ack_block, AckBlock, ACK_BLOCK_FIXED_LEN, ACK_BLOCK_MAX_PSNS,
+    EXT_ACK_BLOCK, MAX_HEADER_LEN,
+};
 pub use error::WireError;
 pub use extension::{
     token_overhead, Extension, Extensions, EXT_CRITICAL, EXT_PAD, EXT_TOKEN, TOKEN_EXT_LEN,

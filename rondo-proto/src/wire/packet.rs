@@ -303,6 +303,20 @@ impl<T: AsRef<[u8]>> Packet<T> {
 }
 
 impl<T: AsRef<[u8]>> Packet<T> {
+    /// The ACK blocks of a coalesced ACK ([`EXT_ACK_BLOCK`](super::EXT_ACK_BLOCK)), in
+    /// header order. Malformed blocks are skipped: after a successful
+    /// [`Repr::parse`](super::Repr::parse) there are none.
+    pub fn ack_blocks(&self) -> impl Iterator<Item = super::AckBlock<'_>> {
+        self.extensions().filter_map(|e| {
+            let e = e.ok()?;
+            if e.kind == super::EXT_ACK_BLOCK {
+                super::AckBlock::parse(e.value)
+            } else {
+                None
+            }
+        })
+    }
+
     /// The connection token, from the first well-formed [`EXT_TOKEN`](super::EXT_TOKEN)
     /// extension (8 value bytes), or `None` when the header has none.
     /// [`Repr::parse`](super::Repr::parse) rejects headers with a malformed or second

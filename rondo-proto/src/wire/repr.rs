@@ -2,6 +2,7 @@
 
 use crate::Psn;
 
+use super::ack_block::{AckBlock, EXT_ACK_BLOCK, MAX_HEADER_LEN};
 use super::extension::{emit_token, token_overhead, EXT_TOKEN, TOKEN_LEN};
 use super::packet::{FEEDBACK_DUPLICATE, FEEDBACK_OF_PROBE};
 use super::{Flags, Packet, PacketType, WireError, VERSION};
@@ -191,8 +192,13 @@ impl Repr {
                     return Err(WireError::BadTokenExtension { at });
                 }
                 token_seen = true;
+            } else if extension.kind == EXT_ACK_BLOCK {
+                if packet_type != PacketType::Ack || AckBlock::parse(extension.value).is_none() {
+                    let at = extensions.last_offset();
+                    return Err(WireError::BadAckBlock { at });
+                }
             } else if extension.is_critical() {
-                // The token is the only extension version 1 understands.
+                // The token and ACK blocks are the extensions version 1 understands.
                 return Err(WireError::UnknownCriticalExtension(extension.kind));
             }
         }
@@ -330,6 +336,36 @@ impl Repr {
             Body::Data(_) | Body::Ack(_) | Body::Nak(..) => self.header_len_with_token(token),
         };
         self.emit_into(buf, token, needed)
+    }
+
+    /// [`Repr::emit_with_token`] of an ACK with `area_len` more header bytes after
+    /// the token, filled with pads, for the caller to write extensions into
+    /// ([`emit_ack_block`](super::emit_ack_block)): the header is
+    /// `buf[..returned length]` and the area its last `area_len` bytes.
+    ///
+    /// Errors: [`WireError::BadHeaderLength`] when the body is not an ACK, `area_len`
+    /// is not a multiple of 4 or the header would be longer than
+    /// [`MAX_HEADER_LEN`]; [`WireError::BufferTooSmall`] as [`Repr::emit`].
+    pub fn emit_ack_with_area(
+        &self,
+        buf: &mut [u8],
+        token: Option<u64>,
+        area_len: usize,
+    ) -> Result<usize, WireError> {
+        let start = self.header_len_with_token(token);
+        let header_len = start + area_len;
+        if !matches!(self.body, Body::Ack(_)) || area_len % 4 != 0 || header_len > MAX_HEADER_LEN {
+            return Err(WireError::BadHeaderLength {
+                words: (header_len / 4).min(255) as u8,
+                min: start,
+                available: MAX_HEADER_LEN,
+            });
+        }
+        self.emit_into(buf, token, header_len)?;
+        let mut packet = Packet::new_unchecked(&mut buf[..header_len]);
+        packet.set_header_words((header_len / 4) as u8);
+        buf[start..header_len].fill(super::EXT_PAD);
+        Ok(header_len)
     }
 
     fn emit_into(

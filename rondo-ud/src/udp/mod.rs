@@ -278,6 +278,11 @@ impl UdpDatapath {
         }
     }
 
+    /// Flows with a route ([`UdpDatapath::add_peer`]).
+    pub fn peer_count(&self) -> usize {
+        self.peers.len()
+    }
+
     /// One round of the driver loop ([`crate::datapath::poll`]): runs the host's
     /// due timers, sends what it has (in batches), waits up to `max_wait` (less
     /// when the host's next timer is sooner; not at all when it sent something)

@@ -428,6 +428,17 @@ impl VerbsDatapath {
         Ok(())
     }
 
+    /// Forgets the route of `local_flow` (its AHs stay until the datapath closes:
+    /// sends may still use them); returns whether it had one.
+    pub fn remove_peer(&mut self, local_flow: u32) -> bool {
+        self.driver.routes.remove(&local_flow).is_some()
+    }
+
+    /// Flows with a route ([`VerbsDatapath::add_peer`]).
+    pub fn peer_count(&self) -> usize {
+        self.driver.routes.len()
+    }
+
     /// One round of the driver loop ([`crate::datapath::poll`], as
     /// `UdpDatapath::poll`): due timers, sends (WR chains, one doorbell each),
     /// then busy-polls the completion queues for up to `max_wait` (less when the

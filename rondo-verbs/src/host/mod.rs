@@ -79,20 +79,39 @@ pub(crate) struct QpSlot {
 }
 
 impl QpSlot {
-    /// Completes receive `recv` (if the request consumed one) on the receive CQ.
+    /// Whether the READs handed to the engine and not yet answered are as many
+    /// as the QP's transport allows (`rc-gbn` and `rc-sr`: ConnectX-7's 16,
+    /// paper App. A; [`rondo_proto::Transport::max_outstanding_reads`]). A NIC
+    /// processes its send queue in order, so a READ held here holds every
+    /// request posted after it too.
+    pub(crate) fn reads_at_limit(&self) -> bool {
+        let Some(limit) = self.attr.flow.transport.max_outstanding_reads() else {
+            return false;
+        };
+        let reads = self
+            .outstanding
+            .iter()
+            .take(self.sent)
+            .filter(|r| r.wr.opcode == Opcode::RdmaRead)
+            .count();
+        reads >= limit as usize
+    }
+
+    /// Completes receive `recv` (if the request consumed one) on the receive CQ;
+    /// `solicited`: the requester asked for a solicited event.
     pub(crate) fn complete_recv(
         &self,
         recv: Option<&RecvWr>,
         status: WcStatus,
         opcode: WcOpcode,
         byte_len: u64,
-        imm: Option<u32>,
+        (imm, solicited): (Option<u32>, bool),
     ) {
         if let Some(r) = recv {
             let mut wc = self.completion(r.wr_id, status, opcode);
             wc.byte_len = byte_len;
             wc.imm = imm;
-            self.recv_cq.push(wc);
+            self.recv_cq.push_solicited(wc, solicited);
         }
     }
 
@@ -220,6 +239,8 @@ pub(crate) struct VerbsHost {
     /// Async events not yet taken by the application (at most one per CQ and one
     /// per QP: each reports a state a CQ or QP enters once).
     pub async_events: VecDeque<AsyncEvent>,
+    /// Runs once per async event queued ([`crate::Context::set_async_notify`]).
+    pub async_notify: Option<crate::cq::NotifyHook>,
 }
 
 impl VerbsHost {
@@ -238,6 +259,7 @@ impl VerbsHost {
             scratch: Vec::new(),
             line_rate_bps,
             async_events: VecDeque::new(),
+            async_notify: None,
         }
     }
 
@@ -499,6 +521,7 @@ impl VerbsHost {
             for cq in [&slot.send_cq, &slot.recv_cq] {
                 if let Some(cq) = cq.take_overrun() {
                     self.async_events.push_back(AsyncEvent::CqError { cq });
+                    self.notify_async();
                 }
             }
             let overran = slot.send_cq.overflowed() || slot.recv_cq.overflowed();
@@ -510,6 +533,14 @@ impl VerbsHost {
             self.fail_qp(qpn, None);
             self.async_events
                 .push_back(AsyncEvent::QpFatal { qp_num: qpn });
+            self.notify_async();
+        }
+    }
+
+    /// Runs the async event hook, if one is set, for an event just queued.
+    fn notify_async(&self) {
+        if let Some(hook) = &self.async_notify {
+            hook();
         }
     }
 

@@ -130,6 +130,7 @@ impl VerbsHost {
         };
         let mut h = Header::new(op, r.req_id);
         h.imm = r.wr.imm;
+        h.solicited = r.wr.solicited;
         if let Some(remote) = r.wr.remote {
             h.addr = remote.addr;
             h.rkey = remote.rkey;
@@ -182,6 +183,9 @@ impl VerbsHost {
             debug_assert!(!r.sent && i.checked_sub(1).is_none_or(|j| slot.outstanding[j].sent));
             if r.local_error.is_some() {
                 return; // completes when it reaches the front
+            }
+            if r.wr.opcode == Opcode::RdmaRead && slot.reads_at_limit() {
+                return; // goes when an earlier READ's response completes it
             }
             let built = self.build_request(slot.pd, r);
             let slot = self.qps.get(&qpn).expect("present");

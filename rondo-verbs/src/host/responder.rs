@@ -54,7 +54,13 @@ impl VerbsHost {
             }
             Verdict::Fatal(status) => self.refuse(now, qpn, h.req_id, status),
             Verdict::RecvError { status, answer } => {
-                slot.complete_recv(d.recv.as_ref(), status, WcOpcode::Recv, d.len, h.imm);
+                slot.complete_recv(
+                    d.recv.as_ref(),
+                    status,
+                    WcOpcode::Recv,
+                    d.len,
+                    (h.imm, h.solicited),
+                );
                 self.refuse(now, qpn, h.req_id, answer);
             }
             Verdict::Execute => {
@@ -62,7 +68,13 @@ impl VerbsHost {
                     MsgOp::Send => WcOpcode::Recv,
                     _ => WcOpcode::RecvRdmaWithImm,
                 };
-                slot.complete_recv(d.recv.as_ref(), WcStatus::Success, op, d.len, h.imm);
+                slot.complete_recv(
+                    d.recv.as_ref(),
+                    WcStatus::Success,
+                    op,
+                    d.len,
+                    (h.imm, h.solicited),
+                );
                 match d.read_from {
                     Some((mr, off)) => {
                         // The bytes are sent from the region (zero copy), as a NIC

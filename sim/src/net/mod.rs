@@ -52,52 +52,103 @@ pub(crate) enum Ev {
     Warmup,
     /// A trace sample.
     Sample,
+    /// A host stops handling anything (`SimConfig::host_stalls`).
+    StallStart(u32),
+    /// A stopped host resumes: it handles what arrived meanwhile, then its timer.
+    StallEnd(u32),
 }
 
-/// Pending events keyed by (time, insertion sequence): a radix heap over the
-/// 128-bit key `time << 64 | seq`. Keys are unique and every key pushed is larger
-/// than the last one popped (time never goes back, the sequence only grows), which
-/// is all a radix heap needs; ties in time pop in insertion order.
+/// Bits per digit of the agenda's radix heap: an entry moves at most once per
+/// digit (16 of them), where a binary radix heap moved it up to once per bit.
+const DIGIT_BITS: usize = 4;
+const DIGIT_VALUES: usize = 1 << DIGIT_BITS;
+/// Bucket 0 and one per (digit, value).
+const BUCKETS: usize = 1 + 64 / DIGIT_BITS * DIGIT_VALUES;
+
+/// Pending events in time order, events of one time in the order they were
+/// pushed: a radix heap over the time in picoseconds, by 4-bit digits (against
+/// binary digits: clos320-permutation 8% faster, alternating runs). Every time
+/// pushed is at least the last one popped (time never goes back), which is all a
+/// radix heap needs. The events of one time are always in one bucket (a bucket is a
+/// function of the time and `last`), a bucket only appends, and redistributing
+/// one keeps its order, so each bucket holds its ties in push order; bucket 0,
+/// the events at `last`, is read from the front. A peek moves `last` to the
+/// earliest pending time; an event pushed before that (but not before the last
+/// one popped: between two `Simulator::run` calls) moves it back, bucketing
+/// every entry again. (Keyed by time and a sequence
+/// number, every event of a busy instant was redistributed once per bit of the
+/// sequence that told it from its neighbours: 8% of the all-to-all's run.)
 pub(crate) struct Agenda {
-    /// Bucket `b` holds keys whose highest bit differing from `last` is bit `b - 1`
-    /// (bucket 0: equal to `last`).
-    buckets: Vec<Vec<(u128, Ev)>>,
-    /// Bit `b` set when bucket `b` is non-empty (buckets 0..=128 in two words).
-    occupied: [u64; 3],
-    last: u128,
+    /// Bucket `1 + d * 16 + v` holds times whose highest 4-bit digit differing
+    /// from `last` is digit `d`, with value `v` there (bucket 0: equal to
+    /// `last`). Bucket order is time order: a lower differing digit, or the same
+    /// digit with a lower value, is an earlier time.
+    buckets: Vec<Vec<(u64, Ev)>>,
+    /// Bit `b` set when bucket `b` (1..BUCKETS) is non-empty; bucket 0 answers
+    /// through `head`.
+    occupied: [u64; BUCKETS.div_ceil(64)],
+    /// Entries of bucket 0 already popped.
+    head: usize,
+    last: u64,
+    /// The time of the last event popped: nothing is scheduled before it.
+    popped: u64,
     len: usize,
-    seq: u64,
 }
 
 impl Default for Agenda {
     fn default() -> Self {
         Agenda {
-            buckets: (0..129).map(|_| Vec::new()).collect(),
-            occupied: [0; 3],
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            occupied: [0; BUCKETS.div_ceil(64)],
+            head: 0,
             last: 0,
+            popped: 0,
             len: 0,
-            seq: 0,
         }
     }
 }
 
 impl Agenda {
-    fn bucket_of(&self, key: u128) -> usize {
-        (128 - (key ^ self.last).leading_zeros()) as usize
-    }
-
-    fn put(&mut self, key: u128, ev: Ev) {
-        let b = self.bucket_of(key);
-        self.buckets[b].push((key, ev));
-        self.occupied[b / 64] |= 1 << (b % 64);
+    fn put(&mut self, t: u64, ev: Ev) {
+        let b = match t ^ self.last {
+            0 => 0,
+            x => {
+                let digit = (63 - x.leading_zeros()) as usize / DIGIT_BITS;
+                let value = (t >> (digit * DIGIT_BITS)) as usize & (DIGIT_VALUES - 1);
+                1 + digit * DIGIT_VALUES + value
+            }
+        };
+        self.buckets[b].push((t, ev));
+        if b > 0 {
+            self.occupied[b / 64] |= 1 << (b % 64);
+        }
     }
 
     /// Schedules `ev` at `at` (not before the last event popped).
     pub fn push(&mut self, at: Instant, ev: Ev) {
-        self.seq += 1;
-        let key = (u128::from(at.as_ps()) << 64 | u128::from(self.seq)).max(self.last);
-        self.put(key, ev);
+        let t = at.as_ps().max(self.popped);
+        if t < self.last {
+            self.rewind(t);
+        }
+        self.put(t, ev);
         self.len += 1;
+    }
+
+    /// Moves `last` back to `t`, bucketing every pending entry again (the
+    /// entries of one time come out of one bucket in order, so they keep it).
+    fn rewind(&mut self, t: u64) {
+        let mut pending = Vec::with_capacity(self.len);
+        pending.extend_from_slice(&self.buckets[0][self.head..]);
+        self.buckets[0].clear();
+        self.head = 0;
+        for b in 1..self.buckets.len() {
+            pending.append(&mut self.buckets[b]);
+        }
+        self.occupied = [0; BUCKETS.div_ceil(64)];
+        self.last = t;
+        for (t, ev) in pending {
+            self.put(t, ev);
+        }
     }
 
     fn first_bucket(&self) -> Option<usize> {
@@ -108,19 +159,21 @@ impl Agenda {
             .map(|(i, w)| i * 64 + w.trailing_zeros() as usize)
     }
 
-    /// Makes bucket 0 hold the smallest key (exactly one entry).
+    /// Makes bucket 0 hold an unpopped entry, the earliest; false when none is left.
     fn settle(&mut self) -> bool {
+        if self.head < self.buckets[0].len() {
+            return true;
+        }
+        self.buckets[0].clear();
+        self.head = 0;
         let Some(b) = self.first_bucket() else {
             return false;
         };
-        if b == 0 {
-            return true;
-        }
         let items = std::mem::take(&mut self.buckets[b]);
         self.occupied[b / 64] &= !(1 << (b % 64));
-        self.last = items.iter().map(|(k, _)| *k).min().unwrap_or(self.last);
-        for &(k, ev) in &items {
-            self.put(k, ev);
+        self.last = items.iter().map(|&(t, _)| t).min().unwrap_or(self.last);
+        for &(t, ev) in &items {
+            self.put(t, ev);
         }
         // Give the emptied vector's capacity back to bucket b.
         let mut items = items;
@@ -135,24 +188,78 @@ impl Agenda {
         if !self.settle() {
             return None;
         }
-        self.buckets[0]
-            .last()
-            .map(|(k, _)| Instant::from_ps((k >> 64) as u64))
+        Some(Instant::from_ps(self.buckets[0][self.head].0))
     }
 
     pub fn pop(&mut self) -> Option<(Instant, Ev)> {
         if !self.settle() {
             return None;
         }
-        let (k, ev) = self.buckets[0].pop()?;
-        if self.buckets[0].is_empty() {
-            self.occupied[0] &= !1;
-        }
+        let (t, ev) = self.buckets[0][self.head];
+        self.head += 1;
         self.len -= 1;
-        Some((Instant::from_ps((k >> 64) as u64), ev))
+        self.popped = t;
+        Some((Instant::from_ps(t), ev))
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rondo_proto::rng::Rng;
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+
+    /// Against a binary heap of (time, push order): the agenda pops the same
+    /// events in the same order, ties in push order, over bursts of one instant
+    /// and times spread across many bits, with pushes between pops, and after a
+    /// peek, pushes earlier than the peeked time.
+    #[test]
+    fn pops_in_time_then_push_order() {
+        let mut rng = Rng::new(7);
+        let mut agenda = Agenda::default();
+        let mut model = BinaryHeap::new();
+        let mut seq = 0u32;
+        let mut now = 0u64;
+        for step in 0..200_000 {
+            if rng.chance(0.05) {
+                // A peek alone (as at the end of a run), before more pushes.
+                let want = model.peek().map(|&Reverse((at, _))| Instant::from_ps(at));
+                assert_eq!(agenda.peek_time(), want, "step {step}");
+            } else if rng.chance(0.55) || model.is_empty() {
+                let at = match rng.gen_range(0..4) {
+                    0 => now,
+                    1 => now + rng.gen_range(0..8),
+                    2 => now + rng.gen_range(0..1_000_000),
+                    _ => now + (1u64 << rng.gen_range(0..40)),
+                };
+                seq += 1;
+                agenda.push(Instant::from_ps(at), Ev::Arrive(seq));
+                model.push(Reverse((at, seq)));
+            } else {
+                let Reverse((at, id)) = model.pop().unwrap();
+                assert_eq!(
+                    agenda.peek_time(),
+                    Some(Instant::from_ps(at)),
+                    "step {step}"
+                );
+                assert_eq!(
+                    agenda.pop(),
+                    Some((Instant::from_ps(at), Ev::Arrive(id))),
+                    "step {step}"
+                );
+                now = at;
+            }
+            assert_eq!(agenda.len(), model.len());
+        }
+        while let Some(Reverse((at, id))) = model.pop() {
+            assert_eq!(agenda.pop(), Some((Instant::from_ps(at), Ev::Arrive(id))));
+        }
+        assert_eq!(agenda.pop(), None);
+        assert_eq!(agenda.peek_time(), None);
     }
 }

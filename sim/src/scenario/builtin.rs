@@ -70,6 +70,49 @@ const INCAST32: &str = include_str!("../../scenarios/incast32.toml");
 const CLOS3_RTT_FAIRNESS: &str = include_str!("../../scenarios/clos3-rtt-fairness.toml");
 const FIG11: &str = include_str!("../../scenarios/fig11-moe-step.toml");
 const FIG24: &str = include_str!("../../scenarios/fig24-rc-reorder.toml");
+const HOST_STALLS: &str = include_str!("../../scenarios/host-stalls.toml");
+
+/// The mean stall lengths of the `host-stalls` sweep, ms (0: none).
+pub const HOST_STALL_MS: [u32; 6] = [0, 1, 2, 3, 4, 6];
+
+/// The series of the `host-stalls` sweep, in order: name and override.
+pub const HOST_STALL_SERIES: [(&str, Option<&str>); 4] = [
+    ("rondo", None),
+    (
+        "rondo, stall allowance 4 ms",
+        Some("transport.stall_allowance_us=4000"),
+    ),
+    (
+        "rondo, stall allowance 8 ms",
+        Some("transport.stall_allowance_us=8000"),
+    ),
+    ("rrps", Some("transport.kind=rrps")),
+];
+
+/// The `host-stalls` runs: each series of [`HOST_STALL_SERIES`] at each mean stall
+/// length.
+fn host_stalls() -> Vec<RunTemplate> {
+    let mut runs = Vec::new();
+    for (series, set) in HOST_STALL_SERIES {
+        for ms in HOST_STALL_MS {
+            let mut overrides = vec![format!("host.stall_us={}", ms * 1000)];
+            overrides.extend(set.map(str::to_owned));
+            runs.push(RunTemplate {
+                label: format!("{series} stall={ms}ms"),
+                sweep: Some(SweepPoint {
+                    axis: "mean host stall (ms), one every 20 ms",
+                    x: f64::from(ms),
+                    series: series.to_owned(),
+                    eq3: false,
+                }),
+                file: "host-stalls.toml",
+                text: HOST_STALLS,
+                overrides,
+            });
+        }
+    }
+    runs
+}
 const HETERO_BUFFER: &str = include_str!("../../scenarios/hetero-buffer.toml");
 
 /// The shared reorder-buffer sizes of the `hetero-buffer` sweep, KB.
@@ -259,6 +302,11 @@ pub fn builtins() -> Vec<Builtin> {
             name: "hetero-buffer",
             about: "one flow over 40/25/10 Gb/s paths (1/3/15 us) against the reorder-buffer size, 32 KB-1.2 MB",
             runs: hetero_buffer(),
+        },
+        Builtin {
+            name: "host-stalls",
+            about: "the real-datapath testbed (4 paths of 250/200/150/100 Mb/s, 2 ms) with hosts stalling 0-6 ms every 20 ms: rondo, rondo with stall allowances of 4 and 8 ms, rrps",
+            runs: host_stalls(),
         },
         Builtin {
             name: "fig15",

@@ -3,8 +3,8 @@
 
 use super::error::ScenarioError;
 use super::schema::{
-    CollectiveOp, EventAction, Scenario, SwitchSpec, TopologySpec, TransportKind, TransportSpec,
-    WorkloadSpec,
+    CollectiveOp, EventAction, HostSpec, Scenario, SwitchSpec, TopologySpec, TransportKind,
+    TransportSpec, WorkloadSpec,
 };
 use super::workload::poisson_cdf;
 
@@ -142,6 +142,7 @@ impl Scenario {
         }
         self.check_topology(file)?;
         check_switch(file, &self.switch)?;
+        check_host(file, &self.host)?;
         check_transport(file, &self.transport)?;
         if self.workload.0.is_empty() {
             return Err(ScenarioError::invalid(
@@ -596,6 +597,37 @@ fn check_switch(file: &str, s: &SwitchSpec) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+fn check_host(file: &str, h: &HostSpec) -> Result<(), ScenarioError> {
+    match (h.stall_every_us, h.stall_us) {
+        (None, None) => Ok(()),
+        (Some(every), Some(length)) => {
+            if !(every.is_finite() && every > 0.0 && every <= 1e9) {
+                return Err(ScenarioError::invalid(
+                    file,
+                    "host.stall_every_us",
+                    every,
+                    "microseconds above 0 (up to 1e9)",
+                ));
+            }
+            if !(length.is_finite() && (0.0..=1e9).contains(&length)) {
+                return Err(ScenarioError::invalid(
+                    file,
+                    "host.stall_us",
+                    length,
+                    "microseconds from 0 (no stalls) up to 1e9",
+                ));
+            }
+            Ok(())
+        }
+        (Some(_), None) | (None, Some(_)) => Err(ScenarioError::invalid(
+            file,
+            "host",
+            "one of stall_every_us, stall_us",
+            "both stall_every_us and stall_us, or neither",
+        )),
+    }
+}
+
 fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
     if let TransportKind::Planned(kind) = t.kind {
         return Err(ScenarioError::TransportNotImplemented {
@@ -616,6 +648,29 @@ fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
     }
     if let Some(rto) = t.rto_min_us {
         positive(file, "transport.rto_min_us", rto)?;
+    }
+    if let Some(s) = t.stall_allowance_us {
+        non_negative(file, "transport.stall_allowance_us", s)?;
+    }
+    if let Some(s) = t.delay_stable_tolerance_us {
+        non_negative(file, "transport.delay_stable_tolerance_us", s)?;
+    }
+    if let Some(s) = t.ack_coalesce_us {
+        non_negative(file, "transport.ack_coalesce_us", s)?;
+    }
+    for (key, x) in [
+        ("transport.dcqcn_rai", t.dcqcn_rai),
+        ("transport.dcqcn_rhai", t.dcqcn_rhai),
+        (
+            "transport.dcqcn_increase_timer_us",
+            t.dcqcn_increase_timer_us,
+        ),
+        ("transport.swift_fs_range", t.swift_fs_range),
+        ("transport.swift_ai", t.swift_ai),
+    ] {
+        if let Some(x) = x {
+            positive(file, key, x)?;
+        }
     }
     // The engine checks its own parameters: report its verdict under our key names.
     let cfg = t.flow_config(1500, 100e9);
@@ -698,8 +753,40 @@ impl TransportSpec {
             c.update_interval_rtts = x;
         }
         c.base_rtt_window_rtts = self.base_rtt_window_rtts;
+        c.receiver_span = self.receiver_span;
+        if let Some(x) = self.dcqcn_rai {
+            c.dcqcn.rai = x;
+        }
+        if let Some(x) = self.dcqcn_rhai {
+            c.dcqcn.rhai = x;
+        }
+        if let Some(x) = self.dcqcn_increase_timer_us {
+            c.dcqcn.increase_timer = rondo_proto::Duration::from_us_f64(x);
+        }
+        if let Some(x) = self.swift_fs_range {
+            c.swift.fs_range = x;
+        }
+        if let Some(x) = self.swift_ai {
+            c.swift.ai = x;
+        }
         if let Some(x) = self.queue_rounding_packets {
             c.queue_rounding_packets = x;
+        }
+        if let Some(x) = self.stall_allowance_us {
+            c.stall_allowance = rondo_proto::Duration::from_us_f64(x);
+        }
+        if let Some(x) = self.delay_stable_tolerance_us {
+            c.delay_stable_tolerance = rondo_proto::Duration::from_us_f64(x);
+        }
+        if self.ack_coalesce_packets.is_some() || self.ack_coalesce_us.is_some() {
+            let mut a = c.ack_coalescing();
+            if let Some(n) = self.ack_coalesce_packets {
+                a.packets = n;
+            }
+            if let Some(us) = self.ack_coalesce_us {
+                a.delay = rondo_proto::Duration::from_us_f64(us);
+            }
+            c.ack_coalesce = Some(a);
         }
         c
     }

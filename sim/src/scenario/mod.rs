@@ -32,7 +32,7 @@ pub mod workload;
 
 pub use builtin::{
     builtin, builtins, fig24_cliff, Builtin, BuiltinRun, SweepPoint, FIG24_OOD, FIG4_EXTRA_US,
-    HETERO_BUFFER_KB,
+    HETERO_BUFFER_KB, HOST_STALL_MS, HOST_STALL_SERIES,
 };
 pub use cdf::{CdfError, FlowSizeCdf, HADOOP, WEB_SEARCH};
 pub use check::MTU_RANGE;

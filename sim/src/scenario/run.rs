@@ -10,8 +10,8 @@ use super::schema::{
 };
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
-    FlowResult, FlowSpec, LinkChange, LinkId, LinkKind, Metrics, PathSpec, Progress, Routing,
-    RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
+    FlowResult, FlowSpec, HostStalls, LinkChange, LinkId, LinkKind, Metrics, PathSpec, Progress,
+    Routing, RunEnd, SimConfig, Simulator, SwitchConfig, Topology, Trace,
 };
 use rondo_proto::time::{Duration, Instant};
 
@@ -86,6 +86,13 @@ impl Scenario {
             mtu: self.mtu as usize,
             reorder_buffer_bytes: (self.transport.reorder_buffer_kb * 1024.0) as usize,
             switch: switch_config(&self.switch, self.transport.kind),
+            host_stalls: match (self.host.stall_every_us, self.host.stall_us) {
+                (Some(every), Some(length)) if length > 0.0 => Some(HostStalls {
+                    mean_gap: Duration::from_us_f64(every),
+                    length: Duration::from_us_f64(length),
+                }),
+                _ => None,
+            },
         }
     }
 

@@ -33,6 +33,9 @@ pub struct Scenario {
     /// Switch settings shared by every switch.
     #[serde(default)]
     pub switch: SwitchSpec,
+    /// Host settings shared by every host.
+    #[serde(default)]
+    pub host: HostSpec,
     /// The transport every flow runs.
     #[serde(default)]
     pub transport: TransportSpec,
@@ -132,6 +135,18 @@ pub struct FatTreeSpec {
     /// Propagation delay of every link, microseconds.
     #[serde(default = "default_link_delay")]
     pub link_delay_us: f64,
+}
+
+/// `[host]`: settings of every host.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// Mean time between a host's stalls, microseconds (exponential gaps; with
+    /// `stall_us`): a software datapath whose thread waits for a core now and then.
+    pub stall_every_us: Option<f64>,
+    /// Mean length of a stall, microseconds (uniform from half to 1.5 times it;
+    /// 0: no stalls).
+    pub stall_us: Option<f64>,
 }
 
 /// `[switch]`: settings of every switch; a key left out keeps the simulator's default.
@@ -326,6 +341,33 @@ pub struct TransportSpec {
     /// Packets of excess inflight Rondo's inflight-based queue estimate takes
     /// for window rounding (default 0, the paper's estimate).
     pub queue_rounding_packets: Option<f64>,
+    /// Host pauses Rondo rides through, microseconds: tau_q is at least this, and
+    /// a path's margin may grow to what its ACK rate brings in this time (default
+    /// 0; for hosts that stall, `[host]`).
+    pub stall_allowance_us: Option<f64>,
+    /// How close a forward-delay sample must be to its estimate to count toward
+    /// starting the packet scheduler, microseconds (default 2).
+    pub delay_stable_tolerance_us: Option<f64>,
+    /// Whether a "reorder buffer full" NAK holds new data within the
+    /// receiver-limited span (default: the transport's choice,
+    /// `rondo_proto::Transport::receiver_span`).
+    pub receiver_span: Option<bool>,
+    /// Data packets one ACK acknowledges at most (1: an ACK per packet; default:
+    /// the transport's choice, `rondo_proto::Transport::ack_coalesce`).
+    pub ack_coalesce_packets: Option<u16>,
+    /// The longest a data packet's ACK waits for others to share it,
+    /// microseconds (default: the transport's choice).
+    pub ack_coalesce_us: Option<f64>,
+    /// DCQCN's additive-increase step R_AI, a fraction of the line rate.
+    pub dcqcn_rai: Option<f64>,
+    /// DCQCN's hyper-increase step R_HAI, a fraction of the line rate.
+    pub dcqcn_rhai: Option<f64>,
+    /// DCQCN's rate-increase timer, microseconds.
+    pub dcqcn_increase_timer_us: Option<f64>,
+    /// Swift's flow-scaling range, a multiple of the base RTT.
+    pub swift_fs_range: Option<f64>,
+    /// Swift's additive increase, packets per RTT.
+    pub swift_ai: Option<f64>,
 }
 
 /// Whose margin q0 bounds (`transport.margin_scope`; [`rondo_proto::MarginScope`]).
@@ -409,6 +451,16 @@ impl Default for TransportSpec {
             margin_scope: MarginScopeSpec::Path,
             base_rtt_window_rtts: None,
             queue_rounding_packets: None,
+            stall_allowance_us: None,
+            delay_stable_tolerance_us: None,
+            receiver_span: None,
+            ack_coalesce_packets: None,
+            ack_coalesce_us: None,
+            dcqcn_rai: None,
+            dcqcn_rhai: None,
+            dcqcn_increase_timer_us: None,
+            swift_fs_range: None,
+            swift_ai: None,
         }
     }
 }

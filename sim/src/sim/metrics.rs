@@ -181,10 +181,10 @@ impl Simulator {
         let fl = &self.flows[f];
         let delivered = self.delivered(f);
         FlowResult {
-            src: fl.spec.src,
-            dst: fl.spec.dst,
+            src: fl.src,
+            dst: fl.dst,
             group: fl.spec.group,
-            bytes: fl.spec.bytes,
+            bytes: fl.bytes,
             paths: fl.cfg.paths,
             start: fl.started_at.unwrap_or(fl.spec.start),
             finish: fl.finish,
@@ -215,7 +215,7 @@ impl Simulator {
                     && f.stopped.is_none_or(|t| t > self.window_start)
                     && !f.failed
             })
-            .map(|f| (f.spec.src as u32, f.spec.dst as u32))
+            .map(|f| (f.src as u32, f.dst as u32))
             .collect();
         let cuts = &self.fabric.cuts;
         let uses: Vec<Vec<usize>> = active

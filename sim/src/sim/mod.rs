@@ -4,6 +4,7 @@ mod flows;
 mod inspect;
 pub(crate) mod metrics;
 mod network;
+mod stalls;
 
 use crate::config::SimConfig;
 use crate::error::{topo_err, SimError};
@@ -16,6 +17,7 @@ use rondo_proto::rng::Rng;
 use rondo_proto::tap::MetricsTap;
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::{BufferConfig, Endpoint, FlowConfig, Histogram, Priority, SharedBuffer};
+use stalls::exponential;
 
 pub use flows::{
     FlowResult, FlowSpec, GateId, Messages, Op, LONG_OUTSTANDING, MESSAGE_BYTES, READ_REQUEST_BYTES,
@@ -144,6 +146,10 @@ struct HostState {
     /// Local flow ids of this host's connections.
     conns: Vec<u32>,
     spin: (Instant, u32),
+    /// While stalled (`SimConfig::host_stalls`): when it resumes, and what arrived
+    /// meanwhile, in arrival order.
+    stalled_until: Option<Instant>,
+    backlog: Vec<crate::net::Meta>,
 }
 
 /// The simulator. Build it from a [`Topology`] and a [`SimConfig`], add flows,
@@ -164,6 +170,8 @@ pub struct Simulator {
     /// The random loss of `switch.loss`: its own stream, so that turning it on
     /// leaves ECN marking's draws where they were.
     loss_rng: Rng,
+    /// Host stalls' times and lengths (`SimConfig::host_stalls`).
+    stall_rng: Rng,
     flows: Vec<FlowState>,
     /// Dependencies between flows ([`Simulator::add_gate`]).
     gates: Vec<Gate>,
@@ -241,7 +249,19 @@ impl Simulator {
                 gen: 0,
                 conns: Vec::new(),
                 spin: (Instant::ZERO, 0),
+                stalled_until: None,
+                backlog: Vec::new(),
             });
+        }
+        // Host stalls draw from their own stream: turning them on leaves every
+        // other draw where it was.
+        let mut stall_rng = Rng::new(cfg.seed ^ 0x7374_616c_6c73);
+        let mut agenda = Agenda::default();
+        if let Some(st) = &cfg.host_stalls {
+            for h in 0..fabric.hosts {
+                let first = Instant::ZERO + exponential(&mut stall_rng, st.mean_gap);
+                agenda.push(first, Ev::StallStart(h));
+            }
         }
         Ok(Simulator {
             slab: Slab::new(cfg.mtu),
@@ -254,7 +274,8 @@ impl Simulator {
             ports,
             fabric,
             cfg,
-            agenda: Agenda::default(),
+            agenda,
+            stall_rng,
             now: Instant::ZERO,
             hosts,
             flows: Vec::new(),
@@ -411,6 +432,8 @@ impl Simulator {
                 let caps = self.cut_capacities();
                 self.capacity_history.push((self.now, caps));
             }
+            Ev::StallStart(h) => self.stall(h),
+            Ev::StallEnd(h) => self.resume(h),
             Ev::Warmup => self.begin_measurement(),
             Ev::Sample => self.sample(),
         }

@@ -5,7 +5,7 @@ use anyhow::{bail, Context as _};
 use rondo_proto::{Duration, FlowConfig, PathSelection};
 
 /// The keys `--engine` takes, for messages.
-pub const KEYS: &str = "scheduler, probing, pacing, base_rtt_us, rto_min_us, early_recovery_threshold, q0, initial_window, target_queue_rtts, path_selection";
+pub const KEYS: &str = "scheduler, probing, pacing, base_rtt_us, rto_min_us, early_recovery_threshold, q0, initial_window, target_queue_rtts, stall_allowance_us, path_selection, ack_coalesce_packets, ack_coalesce_us";
 
 /// `cfg` with every `KEY=VALUE` of `settings` applied (a flow of `paths` paths).
 pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Result<FlowConfig> {
@@ -67,6 +67,19 @@ pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Re
             "q0" => cfg.q0 = number()?,
             "initial_window" => cfg.initial_window = number()?,
             "target_queue_rtts" => cfg.target_queue_rtts = number()?,
+            "stall_allowance_us" => cfg.stall_allowance = Duration::from_us_f64(number()?),
+            "ack_coalesce_packets" => {
+                let mut a = cfg.ack_coalescing();
+                a.packets = value
+                    .parse()
+                    .with_context(|| format!("{}: give a whole number of packets", what()))?;
+                cfg.ack_coalesce = Some(a);
+            }
+            "ack_coalesce_us" => {
+                let mut a = cfg.ack_coalescing();
+                a.delay = Duration::from_us_f64(number()?);
+                cfg.ack_coalesce = Some(a);
+            }
             "path_selection" => {
                 cfg.path_selection = match value {
                     "deficit" => PathSelection::Deficit,
@@ -99,11 +112,15 @@ mod tests {
                 "scheduler=false".into(),
                 "base_rtt_us=100,200,300,400".into(),
                 "path_selection=random".into(),
+                "ack_coalesce_packets=16".into(),
+                "ack_coalesce_us=50".into(),
             ],
             4,
         )
         .unwrap();
         assert!(!c.scheduler);
+        let acks = c.ack_coalesce.unwrap();
+        assert_eq!((acks.packets, acks.delay), (16, Duration::from_us(50)));
         assert_eq!(c.base_rtt.unwrap()[3], Duration::from_us(400));
         assert_eq!(c.path_selection, PathSelection::Random);
         for (bad, want) in [

@@ -162,7 +162,8 @@ pub struct ClientArgs {
     /// Rondo: an engine setting for both sides' queue pairs, KEY=VALUE (repeatable):
     /// scheduler, probing, pacing (true/false), base_rtt_us (one value, or one per
     /// path: 900,1100,...), rto_min_us, early_recovery_threshold, q0,
-    /// initial_window, target_queue_rtts, path_selection (deficit/random).
+    /// initial_window, target_queue_rtts, stall_allowance_us, path_selection (deficit/random),
+    /// ack_coalesce_packets, ack_coalesce_us (ACKs per data packets and their longest wait).
     #[arg(long = "engine", value_name = "KEY=VALUE")]
     engine: Vec<String>,
     /// Write a seeded pattern and check every byte at the receiver.

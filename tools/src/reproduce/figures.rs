@@ -1,6 +1,9 @@
 //! The figures `rondo reproduce` runs: for each, the paper's claim, the runs, the
 //! table columns and the comparison lines.
 
+use super::reasons::{
+    buffer_reason, host_bound_reasons, moe_reason, sensitivity_reason, tail_reason,
+};
 use super::{grid, transports, Column, Figure, Missing, Plot, Point, Source, Variant};
 
 const WEBSEARCH: &str = include_str!("../../../sim/scenarios/websearch-load.toml");
@@ -12,18 +15,23 @@ const FIG27: &str = include_str!("../../../sim/scenarios/fig27-rate-change.toml"
 const FABRIC: &[&str] = &["rondo", "ecmp", "mprdma", "falcon", "uet", "ar"];
 /// The multipath transports with a reorder buffer (Fig. 14).
 const MULTIPATH: &[&str] = &["rondo", "mprdma", "falcon", "uet", "swift-rps"];
+/// Rondo started at 16 packets per path instead of one (Figs. 11 and 12): what
+/// its start costs short flows.
+pub(super) const RONDO_W0: &str = "rondo W0=16";
+/// Fig. 14's runs measured from 0 us, start-up included, at these buffers.
+pub(super) const FROM_ZERO: &str = "from 0 us";
 
 fn all_runs(_: &str) -> bool {
     true
 }
 
 /// The point of `series` in `group`.
-fn at<'a>(pts: &'a [Point], group: &str, series: &str) -> Option<&'a Point> {
+pub(super) fn at<'a>(pts: &'a [Point], group: &str, series: &str) -> Option<&'a Point> {
     pts.iter().find(|p| p.group == group && p.series == series)
 }
 
 /// The cases of a figure, in order.
-fn groups(pts: &[Point]) -> Vec<&str> {
+pub(super) fn groups(pts: &[Point]) -> Vec<&str> {
     let mut g: Vec<&str> = Vec::new();
     for p in pts {
         if !g.contains(&p.group.as_str()) {
@@ -44,8 +52,17 @@ fn others<'a>(pts: &'a [Point], but: &str) -> Vec<&'a str> {
     s
 }
 
+/// The other transports of a figure: the variants but `but` and Rondo's own
+/// settings ([`RONDO_W0`]).
+pub(super) fn other_transports<'a>(pts: &'a [Point], but: &str) -> Vec<&'a str> {
+    others(pts, but)
+        .into_iter()
+        .filter(|o| *o != RONDO_W0)
+        .collect()
+}
+
 /// "a-b" of the finite values, or "n/a".
-fn range(v: &[f64], digits: usize, unit: &str) -> String {
+pub(super) fn range(v: &[f64], digits: usize, unit: &str) -> String {
     let v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return "n/a".to_owned();
@@ -88,6 +105,14 @@ fn jct_columns() -> Vec<Column> {
     ]
 }
 
+/// One variant per transport of `names`, and Rondo started at 16 packets per
+/// path ([`RONDO_W0`]).
+fn with_rondo_w0(names: &[&str]) -> Vec<Variant> {
+    let mut v = transports(names);
+    v.push(Variant::new(RONDO_W0, &["transport.initial_window=16"]));
+    v
+}
+
 /// Rondo's speedup against ECMP in each case that has both.
 fn rondo_speedups(pts: &[Point]) -> Vec<(&str, f64)> {
     groups(pts)
@@ -96,33 +121,8 @@ fn rondo_speedups(pts: &[Point]) -> Vec<(&str, f64)> {
         .collect()
 }
 
-/// Where Rondo is slower than ECMP while ECMP finishes near the host-link bound
-/// (`jct_bound_us`: the busiest host's bytes at its link rate), the likely reason,
-/// one line per such case: the hosts' links bound the job, so the paper's speedup
-/// (which needs fabric collisions) cannot appear, and Rondo's own excess over the
-/// bound is its path-count unfairness (issue 12 row 1). Nothing when no case
-/// shows it.
-fn host_bound_reasons(pts: &[Point]) -> Vec<String> {
-    let mut l = Vec::new();
-    for g in groups(pts) {
-        let over = |s: &str| {
-            let p = at(pts, g, s)?;
-            Some(p.get("jct_us")? / p.get("jct_bound_us")?)
-        };
-        let (Some(r), Some(e)) = (over("rondo"), over("ecmp")) else {
-            continue;
-        };
-        if r > e && e <= 1.15 {
-            l.push(format!(
-                "Likely reason ({g}): ECMP finishes at {e:.2}x the host-link bound (the busiest host's bytes at its link rate), so the hosts' links, not the fabric, bound this job and no transport can beat ECMP by more than {e:.2}x; the paper's speedups need fabric collisions this workload does not produce. Rondo finishes at {r:.2}x the bound: a flow's share grows with its number of logical paths (per-path margin and one-packet window floor, issue 12 row 1), so at a receiver shared by intra-pod (few paths) and cross-pod (many paths) flows the intra-pod flows finish last."
-            ));
-        }
-    }
-    l
-}
-
 /// Goodput of a run's first workload table (the incast of Fig. 14).
-fn first_workload_goodput(p: &Point) -> Option<f64> {
+pub(super) fn first_workload_goodput(p: &Point) -> Option<f64> {
     p.mean(|r| r.get("workloads")?.get(0)?.get("goodput_gbps")?.as_f64())
 }
 
@@ -289,19 +289,20 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         id: "11",
         title: "Communication time of a MoE training step",
         paper: "Over an AstraSim trace of a 7B MoE Transformer's training (all-reduce, all-to-all, all-gather, reduce-scatter, point-to-point), Rondo speeds communication up 1.48x against ECMP, matching Falcon and ahead of the other schemes (§6.2.3).",
-        setup: format!("Built-in `fig11` (`sim/scenarios/fig11-moe-step.toml`): the trace is not public; our stand-in is one layer's step of a 7B MoE (hidden 4096, top-2, bf16) scaled by 1/16 on 16 ranks spread over the 320-host Clos (1:1): an 8 MiB all-gather, four 4 MiB all-to-alls, an 8 MiB reduce-scatter and a 4 MiB all-reduce, ring algorithms, each phase after the last on every rank, each ring step and all-to-all pair a flow of its own; JCT is the communication time; {st}."),
-        runs: grid(&Source::Builtin("fig11", all_runs), &transports(FABRIC), None, seeds)?,
+        setup: format!("Built-in `fig11` (`sim/scenarios/fig11-moe-step.toml`): the trace is not public; our stand-in is one layer's step of a 7B MoE (hidden 4096, top-2, bf16) scaled by 1/16 on 16 ranks spread over the 320-host Clos (1:1): an 8 MiB all-gather, four 4 MiB all-to-alls, an 8 MiB reduce-scatter and a 4 MiB all-reduce, ring algorithms, each phase after the last on every rank, each ring step and all-to-all pair a flow of its own; JCT is the communication time; `rondo W0=16` is Rondo started at 16 packets per path instead of one (`transport.initial_window=16`), to show what its start costs; {st}."),
+        runs: grid(&Source::Builtin("fig11", all_runs), &with_rondo_w0(FABRIC), None, seeds)?,
         columns: jct_columns(),
         compare: |pts| {
             let sp = |s: &str| speedup(pts.iter().find(|p| p.series == s)?, pts);
             let mut l = Vec::new();
             if let Some(r) = sp("rondo") {
-                l.push(format!("Rondo's communication-time speedup against ECMP: {r:.2}x (paper 1.48x){}.", if r >= 1.0 { "" } else { "; slower than ECMP, unlike the paper: each ring step and all-to-all pair is a new flow here, and Rondo's start (one packet per path, then probing) costs more on these 256-512 KB flows than DCQCN's line-rate start" }));
+                l.push(format!("Rondo's communication-time speedup against ECMP: {r:.2}x (paper 1.48x){}.", if r >= 1.0 { "" } else { "; slower than ECMP, unlike the paper" }));
             }
-            let each: Vec<String> = others(pts, "rondo").iter().filter(|o| **o != "ecmp").filter_map(|o| Some(format!("{o} {:.2}x", sp(o)?))).collect();
+            let each: Vec<String> = other_transports(pts, "rondo").iter().filter(|o| **o != "ecmp").filter_map(|o| Some(format!("{o} {:.2}x", sp(o)?))).collect();
             if !each.is_empty() {
                 l.push(format!("The others against ECMP: {} (paper: Falcon as Rondo, the rest below).", each.join(", ")));
             }
+            l.extend(moe_reason(pts));
             l
         },
         plot: None,
@@ -311,13 +312,13 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
     let loads: &[f64] = &[0.5, 0.8];
     let mut runs12 = grid(
         &Source::File("websearch-load.toml", WEBSEARCH, "websearch"),
-        &transports(FABRIC),
+        &with_rondo_w0(FABRIC),
         Some(("workload.load", " load", loads)),
         seeds,
     )?;
     runs12.extend(grid(
         &Source::File("hadoop-load.toml", HADOOP, "hadoop"),
-        &transports(FABRIC),
+        &with_rondo_w0(FABRIC),
         Some(("workload.load", " load", loads)),
         seeds,
     )?);
@@ -325,7 +326,7 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         id: "12",
         title: "Tail FCT under realistic workloads",
         paper: "Rondo significantly reduces the tail FCT slowdown under Web Search and Cache Follower at different loads while keeping OOD low (§6.2.3).",
-        setup: format!("`sim/scenarios/websearch-load.toml` and `hadoop-load.toml` (k=8 fat tree, Poisson arrivals for 1 ms) at loads 0.5 and 0.8. The paper's Cache Follower trace is not public: Facebook Hadoop stands in for it; {st}."),
+        setup: format!("`sim/scenarios/websearch-load.toml` and `hadoop-load.toml` (k=8 fat tree, Poisson arrivals for 1 ms) at loads 0.5 and 0.8. The paper's Cache Follower trace is not public: Facebook Hadoop stands in for it; `rondo W0=16` as in Fig. 11; {st}."),
         runs: runs12,
         columns: vec![
             Column::key("FCT slowdown p99", "fct_slowdown_p99", 2),
@@ -334,17 +335,26 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
             Column::key("OOD max", "ood.nic_max", 0),
         ],
         compare: |pts| {
-            groups(pts)
-                .iter()
-                .filter_map(|g| {
-                    let r = at(pts, g, "rondo")?.get("fct_slowdown_p99")?;
-                    let best = others(pts, "rondo")
-                        .iter()
-                        .filter_map(|o| Some((at(pts, g, o)?.get("fct_slowdown_p99")?, *o)))
-                        .min_by(|a, b| a.0.total_cmp(&b.0))?;
-                    Some(format!("{g}: Rondo's p99 slowdown {r:.2}, the best other {} {:.2} ({}).", best.1, best.0, if r <= best.0 { "Rondo lowest, as the paper" } else { "Rondo not lowest, unlike the paper" }))
-                })
-                .collect()
+            let mut l = Vec::new();
+            let mut reasons = Vec::new();
+            for g in groups(pts) {
+                let Some(r) = at(pts, g, "rondo").and_then(|p| p.get("fct_slowdown_p99")) else {
+                    continue;
+                };
+                let Some(best) = other_transports(pts, "rondo")
+                    .iter()
+                    .filter_map(|o| Some((at(pts, g, o)?.get("fct_slowdown_p99")?, *o)))
+                    .min_by(|a, b| a.0.total_cmp(&b.0))
+                else {
+                    continue;
+                };
+                l.push(format!("{g}: Rondo's p99 slowdown {r:.2}, the best other {} {:.2} ({}).", best.1, best.0, if r <= best.0 { "Rondo lowest, as the paper" } else { "Rondo not lowest, unlike the paper" }));
+                if r > best.0 {
+                    reasons.extend(tail_reason(pts, g, best.1));
+                }
+            }
+            l.extend(reasons);
+            l
         },
         plot: None,
     });
@@ -382,8 +392,18 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         id: "14",
         title: "Goodput against the shared reorder-buffer size",
         paper: "Under a 4-to-1 incast with background flows, Rondo sustains 94.8 Gb/s even with a 32 KB buffer; at about one BDP it has 1.15-3.60x the goodput of the other multipath transports, at 32 KB 1.38-8.51x (§6.2.5).",
-        setup: format!("Built-in `fig14`: 4-to-1 incast of long flows with 16 single-path background flows on the 4:1 Clos (our choice of background: the paper leaves it open); goodput is the incast's (its four flows); about one BDP taken as 128 KB; {st}."),
-        runs: grid(&Source::Builtin("fig14", all_runs), &transports(MULTIPATH), Some(("transport.reorder_buffer_kb", " KB", buffers)), seeds)?,
+        setup: format!("Built-in `fig14`: 4-to-1 incast of long flows with 16 single-path background flows on the 4:1 Clos (our choice of background: the paper leaves it open); goodput is the incast's (its four flows), measured from 1 ms, and at 128 and 32 KB also from 0 us (the rows `, from 0 us`); about one BDP taken as 128 KB; {st}."),
+        runs: {
+            let mut runs = grid(&Source::Builtin("fig14", all_runs), &transports(MULTIPATH), Some(("transport.reorder_buffer_kb", " KB", buffers)), seeds)?;
+            // The same at 128 and 32 KB measured from 0 us: off the plot (no x).
+            let zero: Vec<Variant> = MULTIPATH.iter().map(|t| Variant::new(t, &[&format!("transport.kind={t:?}"), "warmup_us=0"])).collect();
+            for mut r in grid(&Source::Builtin("fig14", all_runs), &zero, Some(("transport.reorder_buffer_kb", " KB", &[128.0, 32.0])), seeds)? {
+                r.group = format!("{}, {FROM_ZERO}", r.group);
+                r.x = None;
+                runs.push(r);
+            }
+            runs
+        },
         columns: vec![
             Column::with("incast goodput Gb/s", 1, |p, _| first_workload_goodput(p)),
             Column::key("reorder-buffer drops", "drops.reorder_buffer", 0),
@@ -401,6 +421,7 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
                 let each: Vec<String> = others(pts, "rondo").iter().filter_map(|o| Some(format!("{o} {:.2}x", g(kb, "rondo")? / g(kb, o)?))).collect();
                 l.push(format!("Rondo's goodput over the others at {kb:.0} KB: {} ({}; paper {paper}).", range(&ratios, 2, "x"), each.join(", ")));
             }
+            l.extend(buffer_reason(pts));
             l
         },
         plot: Some(Plot {
@@ -640,7 +661,9 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
             let best = pts.iter().filter_map(|q| q.get("goodput_gbps")).fold(0.0, f64::max);
             let norm: Vec<f64> = pts.iter().filter_map(|p| Some(p.get("goodput_gbps")? / best)).collect();
             let max: Vec<f64> = pts.iter().filter_map(|p| p.get("ood.nic_max")).collect();
-            vec![format!("Normalized throughput {} (paper 0.92-1.00), max OOD {} (paper 18-36).", range(&norm, 2, ""), range(&max, 0, ""))]
+            let mut l = vec![format!("Normalized throughput {} (paper 0.92-1.00), max OOD {} (paper 18-36).", range(&norm, 2, ""), range(&max, 0, ""))];
+            l.extend(sensitivity_reason(pts));
+            l
         },
         plot: Some(Plot {
             title: "NIC-level max OOD (packets)",

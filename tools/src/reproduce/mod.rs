@@ -7,6 +7,8 @@
 //! columns, lines comparing our numbers with the paper's, and a plot.
 
 mod figures;
+mod per_flow;
+mod reasons;
 
 use crate::chart::{Line, LineChart, LinePanel};
 use crate::table::Table;
@@ -190,7 +192,13 @@ pub fn run(args: &Args) -> anyhow::Result<()> {
         |(_, r)| {
             scenario::run(&r.scenario, &r.file, RunOptions::default(), &mut |_| {})
                 .with_context(|| format!("{} {} {}", r.file, r.group, r.series))
-                .and_then(|o| Ok(serde_json::to_value(&o.report)?))
+                .and_then(|o| {
+                    let mut v = serde_json::to_value(&o.report)?;
+                    if let Value::Object(m) = &mut v {
+                        m.insert("per_flow".into(), per_flow::summary(&o.metrics.flows));
+                    }
+                    Ok(v)
+                })
         },
         |n, (i, r), res| {
             let state = match res {

@@ -3,7 +3,7 @@
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::{AlphaWeight, FlowConfig, MarginScope, QueueEstimate};
-use crate::path::{max_base_rtt, PathState, PathStatus};
+use crate::path::{max_base_rtt, PathStatus, Paths};
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -37,13 +37,38 @@ struct ArccParams {
     queue_estimate: QueueEstimate,
     /// Excess inflight the inflight-based estimate takes for window rounding.
     rounding: f64,
+    /// Host pauses to ride through (`FlowConfig::stall_allowance`), microseconds.
+    stall_allowance_us: f64,
 }
 
-/// ARCC's state of one path.
-#[derive(Clone, Debug)]
-struct ArccPath {
+/// What a pass over every path reads of ARCC's state of one path (the open
+/// windows, the pacing rate): kept apart from the rest ([`ArccPath`]), dense.
+#[derive(Clone, Copy, Debug)]
+struct Allowance {
     /// Window W_p in packets.
     window: f64,
+    /// Extra data packets allowed by probe ACKs before the next update (§4.2.2).
+    probe_credit: u32,
+}
+
+impl Allowance {
+    /// A path's allowance at the start: W0, no credit.
+    fn new(initial_window: f64) -> Allowance {
+        Allowance {
+            window: initial_window,
+            probe_credit: 0,
+        }
+    }
+
+    /// W_p plus the probe credit.
+    fn packets(&self) -> f64 {
+        self.window + self.probe_credit as f64
+    }
+}
+
+/// ARCC's state of one path, besides its [`Allowance`].
+#[derive(Clone, Debug)]
+struct ArccPath {
     /// Margin q_p in packets.
     margin: f64,
     /// ACK rate r_p, packets per microsecond.
@@ -58,9 +83,6 @@ struct ArccPath {
     acks_in_interval: u32,
     probe_acks_in_interval: u32,
     interval_start: Instant,
-    next_update: Option<Instant>,
-    /// Extra data packets allowed by probe ACKs before the next update (§4.2.2).
-    probe_credit: u32,
     /// Set once an update has folded probe ACKs into the window: from then on
     /// probe ACKs no longer grant extra packets (until the next probing phase).
     probe_absorbed: bool,
@@ -73,9 +95,8 @@ struct ArccPath {
 
 impl ArccPath {
     /// A path whose margin ceiling is `q0` packets.
-    fn new(cfg: &FlowConfig, q0: f64, now: Instant) -> ArccPath {
+    fn new(q0: f64, now: Instant) -> ArccPath {
         ArccPath {
-            window: cfg.initial_window,
             margin: q0 / 4.0, // paper App. C.3: q starts at a = q0/4
             ack_rate: 0.0,
             send_rate: 0.0,
@@ -86,8 +107,6 @@ impl ArccPath {
             acks_in_interval: 0,
             probe_acks_in_interval: 0,
             interval_start: now,
-            next_update: None,
-            probe_credit: 0,
             probe_absorbed: false,
             min_rtt: None,
             window_min: None,
@@ -126,11 +145,13 @@ impl ArccPath {
         }
     }
 
-    /// One ARCC update at the end of an interval (paper §4.2.1, eqs. (5) and (19)),
-    /// with `inflight` packets in flight on the path. Returns `None` when the path
-    /// has had no ACK yet (no update before the first ACK).
+    /// One ARCC update of the path's `allow` at the end of an interval (paper
+    /// §4.2.1, eqs. (5) and (19)), with `inflight` packets in flight on the path.
+    /// Returns `None` when the path has had no ACK yet (no update before the
+    /// first ACK).
     fn update(
         &mut self,
+        allow: &mut Allowance,
         now: Instant,
         base_rtt: Duration,
         inflight: u32,
@@ -197,28 +218,31 @@ impl ArccPath {
         };
         self.interval_rtt_sum_ps = 0;
         self.interval_rtt_samples = 0;
+        // The margin's ceiling: q0, or what the ACK rate brings in the host's
+        // stall allowance when that is more (0 unless configured).
+        let q0 = p.q0.max(self.ack_rate * p.stall_allowance_us);
         if delay_us < tau_us {
-            self.margin = (self.margin + p.q0 / 4.0).min(p.q0);
+            self.margin = (self.margin + q0 / 4.0).min(q0);
         } else if delay_us.is_finite() {
             self.margin *= tau_us / delay_us; // eq. (19)
         } else {
-            self.margin = p.q0 / 4.0;
+            self.margin = q0 / 4.0;
         }
         let target = pipe + self.margin; // eq. (5): W* = r T + q
         let direct = self.updates == 0 || delay_us > p.fast_correction_factor * tau_us;
-        self.window = if direct {
+        allow.window = if direct {
             target
         } else {
-            (1.0 - p.gamma) * self.window + p.gamma * target
+            (1.0 - p.gamma) * allow.window + p.gamma * target
         };
-        self.window = self.window.max(p.min_window);
+        allow.window = allow.window.max(p.min_window);
         self.updates += 1;
         if self.probe_acks_in_interval > 0 {
             self.probe_absorbed = true;
         }
         self.acks_in_interval = 0;
         self.probe_acks_in_interval = 0;
-        self.probe_credit = 0;
+        allow.probe_credit = 0;
         self.interval_start = now;
         Some(ArccUpdate {
             sample,
@@ -229,17 +253,16 @@ impl ArccPath {
     }
 
     /// A fresh controller for a path back in rotation, with margin ceiling `q0`.
-    fn restart(&mut self, cfg: &Restart, q0: f64, now: Instant) {
-        self.window = cfg.initial_window;
+    fn restart(&mut self, allow: &mut Allowance, cfg: &Restart, q0: f64, now: Instant) {
+        allow.window = cfg.initial_window;
         self.margin = q0 / 4.0;
         self.ack_rate = 0.0;
         self.updates = 0;
         self.acks_in_interval = 0;
         self.probe_acks_in_interval = 0;
         self.interval_start = now;
-        self.probe_credit = 0;
+        allow.probe_credit = 0;
         self.probe_absorbed = false;
-        self.next_update = None;
     }
 }
 
@@ -253,18 +276,14 @@ struct Restart {
 }
 
 impl Restart {
-    /// Margin ceiling of one path when `up` paths are in rotation.
-    fn path_q0(&self, up: usize) -> f64 {
+    /// Margin ceiling of one path of `paths` (counted only when the margin is
+    /// the flow's, shared by the paths in rotation).
+    fn path_q0(&self, paths: &Paths) -> f64 {
         match self.margin_scope {
             MarginScope::Path => self.q0,
-            MarginScope::Flow => self.q0 / up.max(1) as f64,
+            MarginScope::Flow => self.q0 / paths.up().max(1) as f64,
         }
     }
-}
-
-/// Paths in rotation.
-fn paths_up(paths: &[PathState]) -> usize {
-    paths.iter().filter(|p| p.status == PathStatus::Up).count()
 }
 
 /// Rondo's congestion controller: per path, every update interval Tu = 0.5 T_p
@@ -289,6 +308,20 @@ pub struct Arcc {
     probe_duration_rtts: f64,
     probe_trigger_updates: u32,
     paths: Vec<ArccPath>,
+    allowance: Vec<Allowance>,
+    /// Each path's base RTT ([`Arcc::base_rtt`]), measured again with every RTT
+    /// sample of the path (which is when its inputs move): the pacing rate and
+    /// the largest base RTT read every path's.
+    base_rtts: Vec<Duration>,
+    /// When each path's next update is due (`None`: frozen until its next ACK),
+    /// apart from the rest of its state: `on_tick` reads every path's, and a
+    /// many-connection endpoint finds them cold.
+    path_due: Vec<Option<Instant>>,
+    /// The earliest `path_due` of any path: `poll_timeout`, and whether
+    /// `on_tick` has anything to update, without a pass over the paths (a paced
+    /// sender's every transmission wakes it, and in the all-to-all most wake-ups
+    /// update nothing).
+    next_update: Option<Instant>,
     /// The current probing phase ends then (`Instant::MAX`: startup probing,
     /// waiting for its first ACK).
     probing_until: Option<Instant>,
@@ -298,13 +331,13 @@ pub struct Arcc {
 
 impl Arcc {
     /// The controller of a flow configured by `cfg` over `paths`, at `now`.
-    pub fn new(cfg: &FlowConfig, now: Instant, paths: &[PathState]) -> Arcc {
+    pub fn new(cfg: &FlowConfig, now: Instant, paths: &Paths) -> Arcc {
         let restart = Restart {
             initial_window: cfg.initial_window,
             q0: cfg.q0,
             margin_scope: cfg.margin_scope,
         };
-        let q0 = restart.path_q0(paths_up(paths));
+        let q0 = restart.path_q0(paths);
         let mut a = Arcc {
             params: ArccParams {
                 q0,
@@ -316,6 +349,7 @@ impl Arcc {
                 min_window: cfg.min_window,
                 queue_estimate: cfg.queue_estimate,
                 rounding: cfg.queue_rounding_packets,
+                stall_allowance_us: cfg.stall_allowance.as_us_f64(),
             },
             restart,
             initial_rtt: cfg.initial_rtt,
@@ -328,13 +362,18 @@ impl Arcc {
             probing_enabled: cfg.probing,
             probe_duration_rtts: cfg.probe_duration_rtts,
             probe_trigger_updates: cfg.probe_trigger_updates,
-            paths: (0..paths.len())
-                .map(|_| ArccPath::new(cfg, q0, now))
-                .collect(),
+            paths: (0..paths.len()).map(|_| ArccPath::new(q0, now)).collect(),
+            allowance: vec![Allowance::new(cfg.initial_window); paths.len()],
+            base_rtts: Vec::new(),
+            path_due: vec![None; paths.len()],
+            next_update: None,
             probing_until: cfg.probing.then_some(Instant::MAX),
             quiet_updates: 0,
             last_nak_cut: None,
         };
+        a.base_rtts = (0..paths.len())
+            .map(|i| a.measure_base_rtt(i, paths))
+            .collect();
         a.refresh_tau(paths);
         a
     }
@@ -368,8 +407,14 @@ impl Arcc {
     }
 
     /// Base RTT T_p of path `i`: configured, else ARCC's expiring measurement,
-    /// else the path's smallest RTT, else the initial RTT.
-    fn base_rtt(&self, i: usize, paths: &[PathState]) -> Duration {
+    /// else the path's smallest RTT, else the initial RTT (as last measured by
+    /// `measure_base_rtt`).
+    fn base_rtt(&self, i: usize) -> Duration {
+        self.base_rtts[i]
+    }
+
+    /// Path `i`'s base RTT from what it is made of: only RTT samples move it.
+    fn measure_base_rtt(&self, i: usize, paths: &Paths) -> Duration {
         paths[i]
             .configured_base_rtt()
             .or(self.paths[i].min_rtt)
@@ -377,14 +422,16 @@ impl Arcc {
     }
 
     /// The largest base RTT over the flow's paths.
-    fn max_base_rtt(&self, paths: &[PathState]) -> Duration {
-        (0..paths.len().min(self.paths.len()))
-            .map(|i| self.base_rtt(i, paths))
+    fn max_base_rtt(&self, paths: &Paths) -> Duration {
+        self.base_rtts
+            .iter()
+            .take(paths.len())
             .max()
+            .copied()
             .unwrap_or_else(|| max_base_rtt(paths, self.initial_rtt))
     }
 
-    fn refresh_tau(&mut self, paths: &[PathState]) {
+    fn refresh_tau(&mut self, paths: &Paths) {
         // One network-wide tau_q makes every flow crossing a queue agree on when
         // it is too long (paper App. E, Proposition 1); a flow's own largest base
         // RTT is the fallback when the network's is not known.
@@ -392,8 +439,13 @@ impl Arcc {
             .network_base_rtt
             .unwrap_or_else(|| self.max_base_rtt(paths));
         let tau = t.mul_f64(self.target_queue_rtts);
-        self.params.tau_q = self.min_target_queue.map_or(tau, |floor| tau.max(floor));
-        self.params.q0 = self.restart.path_q0(paths_up(paths));
+        let tau = self.min_target_queue.map_or(tau, |floor| tau.max(floor));
+        self.params.tau_q = tau.max(Duration::from_us_f64(self.params.stall_allowance_us));
+        self.params.q0 = self.restart.path_q0(paths);
+    }
+
+    fn refresh_next_update(&mut self) {
+        self.next_update = self.path_due.iter().flatten().min().copied();
     }
 
     fn start_probing(&mut self, until: Instant) {
@@ -406,27 +458,20 @@ impl Arcc {
     /// A probing phase starts after `probe_trigger_updates` updates per path in a
     /// row in which everything sent at least one base RTT ago was acknowledged and
     /// data waited. Returns whether one started.
-    fn check_probe_trigger(
-        &mut self,
-        now: Instant,
-        paths: &[PathState],
-        flow: &dyn FlowView,
-    ) -> bool {
+    fn check_probe_trigger(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> bool {
         if !self.probing_enabled || self.probing(now) {
             self.quiet_updates = 0;
             return false;
         }
         let t = self.max_base_rtt(paths);
-        if flow.sent_before_acked(now, t) && flow.has_data() {
+        // Whether data waits first: it reads the sender's core, the other its
+        // table of packets sent.
+        if flow.has_data() && flow.sent_before_acked(now, t) {
             self.quiet_updates += 1;
         } else {
             self.quiet_updates = 0;
         }
-        let up = paths
-            .iter()
-            .filter(|p| p.status == PathStatus::Up)
-            .count()
-            .max(1) as u32;
+        let up = paths.up().max(1) as u32;
         if self.quiet_updates >= self.probe_trigger_updates * up {
             self.quiet_updates = 0;
             self.start_probing(now + t.mul_f64(self.probe_duration_rtts));
@@ -438,20 +483,21 @@ impl Arcc {
 
 impl CongestionControl for Arcc {
     /// O_p = max(0, W_p + probe credit - inflight_p) (paper §4.2.3).
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
-        for ((o, s), a) in open.iter_mut().zip(paths).zip(&self.paths) {
-            *o = if s.status != PathStatus::Up {
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]) {
+        let each = paths.statuses().iter().zip(paths.inflights());
+        for ((o, (status, inflight)), a) in open.iter_mut().zip(each).zip(&self.allowance) {
+            *o = if *status != PathStatus::Up {
                 0.0
             } else {
-                (a.window + a.probe_credit as f64 - s.inflight as f64).max(0.0)
+                (a.packets() - *inflight as f64).max(0.0)
             };
         }
     }
 
-    fn any_open(&self, paths: &[PathState]) -> bool {
-        paths.iter().zip(&self.paths).any(|(s, a)| {
-            s.status == PathStatus::Up
-                && (a.window + a.probe_credit as f64 - s.inflight as f64).max(0.0) > 0.0
+    fn any_open(&self, paths: &Paths) -> bool {
+        let each = paths.statuses().iter().zip(paths.inflights());
+        each.zip(&self.allowance).any(|((status, inflight), a)| {
+            *status == PathStatus::Up && (a.packets() - *inflight as f64).max(0.0) > 0.0
         })
     }
 
@@ -460,15 +506,14 @@ impl CongestionControl for Arcc {
     }
 
     /// sum_p (W_p + probe credit) / T_p over the paths in rotation.
-    fn pacing_rate(&self, paths: &[PathState]) -> f64 {
+    fn pacing_rate(&self, paths: &Paths) -> f64 {
         paths
+            .statuses()
             .iter()
-            .zip(&self.paths)
+            .zip(&self.allowance)
             .enumerate()
-            .filter(|(_, (s, _))| s.status == PathStatus::Up)
-            .map(|(i, (_, a))| {
-                (a.window + a.probe_credit as f64) / self.base_rtt(i, paths).as_us_f64()
-            })
+            .filter(|(_, (status, _))| **status == PathStatus::Up)
+            .map(|(i, (_, a))| a.packets() / self.base_rtt(i).as_us_f64())
             .sum()
     }
 
@@ -489,14 +534,14 @@ impl CongestionControl for Arcc {
     }
 
     fn window(&self, path: usize) -> f64 {
-        self.paths[path].window
+        self.allowance[path].window
     }
 
     fn on_sent(&mut self, _now: Instant, path: usize) {
         self.paths[path].sent_in_interval += 1;
     }
 
-    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
         if let Some(rtt) = ack.rtt {
             let grown = self
                 .params
@@ -507,19 +552,22 @@ impl CongestionControl for Arcc {
             a.interval_rtt_sum_ps = a.interval_rtt_sum_ps.saturating_add(rtt.as_ps());
             a.interval_rtt_samples += 1;
             a.on_rtt(now, rtt, window, grown);
+            self.base_rtts[ack.path] = self.measure_base_rtt(ack.path, paths);
             self.refresh_tau(paths);
         }
-        let tu = self.update_interval(self.base_rtt(ack.path, paths));
+        let tu = self.update_interval(self.base_rtt(ack.path));
         let a = &mut self.paths[ack.path];
-        if a.next_update.is_none() {
+        if self.path_due[ack.path].is_none() {
             // First ACK of the path: its first ARCC interval starts now.
             a.interval_start = now;
-            a.next_update = Some(now + tu);
+            let due = now + tu;
+            self.path_due[ack.path] = Some(due);
+            self.next_update = Some(self.next_update.map_or(due, |t| t.min(due)));
         }
         if ack.probe {
             a.probe_acks_in_interval += 1;
             if !a.probe_absorbed {
-                a.probe_credit += 1; // one extra data packet per probe ACK (§4.2.2)
+                self.allowance[ack.path].probe_credit += 1; // one extra data packet per probe ACK (§4.2.2)
             }
         } else {
             a.acks_in_interval += 1;
@@ -534,11 +582,11 @@ impl CongestionControl for Arcc {
     fn on_nak(&mut self, _now: Instant, _path: usize, _reason: NakReason) {}
 
     /// ARCC reacts to rates and delays, not to losses.
-    fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &[PathState]) {}
+    fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &Paths) {}
 
     /// Halves every window and margin, at most once per RTT, toward what the
     /// receiver can hold (docs/engine.md, "Loss recovery").
-    fn on_receiver_full(&mut self, now: Instant, paths: &[PathState]) -> bool {
+    fn on_receiver_full(&mut self, now: Instant, paths: &Paths) -> bool {
         let rtt = paths
             .iter()
             .filter_map(|p| p.srtt)
@@ -549,27 +597,35 @@ impl CongestionControl for Arcc {
         }
         self.last_nak_cut = Some(now);
         let min_w = self.params.min_window;
-        for p in &mut self.paths {
-            p.window = (p.window / 2.0).max(min_w);
+        for (p, a) in self.paths.iter_mut().zip(&mut self.allowance) {
+            a.window = (a.window / 2.0).max(min_w);
             p.margin /= 2.0;
+        }
+        // The stall allowance's queue reorders more than this receiver can hold:
+        // halve it too (it does not grow back; docs/engine.md, "Hosts that pause").
+        if self.params.stall_allowance_us > 0.0 {
+            self.params.stall_allowance_us /= 2.0;
+            self.refresh_tau(paths);
         }
         true
     }
 
     /// Everything is silent: every path is suspect; keep them up but restart them
     /// from W0 so the resends go out gently.
-    fn on_rto(&mut self, _now: Instant, paths: &[PathState]) {
-        for (a, s) in self.paths.iter_mut().zip(paths) {
-            if s.status == PathStatus::Up {
+    fn on_rto(&mut self, _now: Instant, paths: &Paths) {
+        for (a, status) in self.allowance.iter_mut().zip(paths.statuses()) {
+            if *status == PathStatus::Up {
                 a.window = self.restart.initial_window;
             }
         }
     }
 
-    fn on_path_up(&mut self, now: Instant, path: usize, paths: &[PathState]) {
+    fn on_path_up(&mut self, now: Instant, path: usize, paths: &Paths) {
         let restart = self.restart;
-        let q0 = restart.path_q0(paths_up(paths));
-        self.paths[path].restart(&restart, q0, now);
+        let q0 = restart.path_q0(paths);
+        self.paths[path].restart(&mut self.allowance[path], &restart, q0, now);
+        self.path_due[path] = None;
+        self.refresh_next_update();
         if self.probing_enabled {
             let t = self.max_base_rtt(paths).mul_f64(self.probe_duration_rtts);
             self.start_probing(now + t);
@@ -577,31 +633,40 @@ impl CongestionControl for Arcc {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.paths.iter().filter_map(|p| p.next_update).min()
+        self.next_update
     }
 
-    fn on_tick(&mut self, now: Instant, paths: &[PathState], flow: &dyn FlowView) -> Tick {
+    fn on_tick(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> Tick {
         if self.probing_until.is_some_and(|end| end <= now) {
             self.probing_until = None;
         }
         let mut tick = Tick::default();
+        if self.next_update.is_none_or(|t| t > now) {
+            return tick;
+        }
         for i in 0..self.paths.len() {
-            let Some(due) = self.paths[i].next_update else {
+            let Some(due) = self.path_due[i] else {
                 continue;
             };
             if due > now {
                 continue;
             }
-            let base_rtt = self.base_rtt(i, paths);
-            if paths[i].inflight == 0 && !flow.has_data() {
+            let base_rtt = self.base_rtt(i);
+            if paths.inflight(i) == 0 && !flow.has_data() {
                 // Idle: freeze the controller; the next ACK restarts its interval.
-                self.paths[i].next_update = None;
+                self.path_due[i] = None;
                 continue;
             }
             let params = self.params;
-            self.paths[i].update(now, base_rtt, paths[i].inflight, &params);
+            self.paths[i].update(
+                &mut self.allowance[i],
+                now,
+                base_rtt,
+                paths.inflight(i),
+                &params,
+            );
             let tu = self.update_interval(base_rtt);
-            self.paths[i].next_update = Some(now + tu);
+            self.path_due[i] = Some(now + tu);
             tick.updated = true;
             if self.check_probe_trigger(now, paths, flow) {
                 tick.probing_phases += 1;
@@ -610,6 +675,7 @@ impl CongestionControl for Arcc {
         if tick.updated {
             self.refresh_tau(paths);
         }
+        self.refresh_next_update();
         tick
     }
 }

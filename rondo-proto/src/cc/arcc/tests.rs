@@ -13,48 +13,64 @@ fn params() -> ArccParams {
         min_window: 1.0,
         queue_estimate: QueueEstimate::Rtt,
         rounding: 0.0,
+        stall_allowance_us: 0.0,
     }
+}
+
+/// One update of path `p` with allowance `w` at `at_us`, base RTT `rtt_us`,
+/// `inflight` packets in flight.
+fn update(
+    p: &mut ArccPath,
+    w: &mut Allowance,
+    at_us: u64,
+    rtt_us: u64,
+    inflight: u32,
+    params: &ArccParams,
+) -> Option<ArccUpdate> {
+    p.update(
+        w,
+        Instant::from_us(at_us),
+        Duration::from_us(rtt_us),
+        inflight,
+        params,
+    )
 }
 
 #[test]
 fn no_update_before_the_first_ack() {
     let cfg = FlowConfig::default();
-    let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
-    assert!(p
-        .update(Instant::from_us(10), Duration::from_us(20), 0, &params())
-        .is_none());
-    assert_eq!(p.window, 1.0);
+    let mut p = ArccPath::new(3.0, Instant::ZERO);
+    let mut w = Allowance::new(cfg.initial_window);
+    assert!(update(&mut p, &mut w, 10, 20, 0, &params()).is_none());
+    assert_eq!(w.window, 1.0);
 }
 
 #[test]
 fn first_update_sets_the_window_to_the_target() {
     let cfg = FlowConfig::default();
-    let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
+    let mut p = ArccPath::new(3.0, Instant::ZERO);
+    let mut w = Allowance::new(cfg.initial_window);
     // 20 ACKs in 10 us = 2 packets/us; T = 20 us -> pipe 40 packets.
     p.acks_in_interval = 20;
-    let u = p
-        .update(Instant::from_us(10), Duration::from_us(20), 40, &params())
-        .unwrap();
+    let u = update(&mut p, &mut w, 10, 20, 40, &params()).unwrap();
     assert!(u.direct);
     assert_eq!(p.ack_rate, 2.0);
     // queue 0 < tau: margin grows from 0.75 to 1.5
     assert!((p.margin - 1.5).abs() < 1e-9);
-    assert!((p.window - 41.5).abs() < 1e-9);
+    assert!((w.window - 41.5).abs() < 1e-9);
 }
 
 #[test]
 fn large_queue_cuts_the_margin_multiplicatively() {
     let cfg = FlowConfig::default();
-    let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
+    let mut p = ArccPath::new(3.0, Instant::ZERO);
+    let mut w = Allowance::new(cfg.initial_window);
     p.acks_in_interval = 20;
-    p.update(Instant::from_us(10), Duration::from_us(20), 40, &params())
-        .unwrap();
+    update(&mut p, &mut w, 10, 20, 40, &params()).unwrap();
     // Next interval: same rate, but 44 in flight: Q = 4 packets, d = 2 us > tau 0.8 us.
     p.acks_in_interval = 20;
     let m = p.margin;
-    let u = p
-        .update(Instant::from_us(20), Duration::from_us(20), 44, &params())
-        .unwrap();
+    let u = update(&mut p, &mut w, 20, 20, 44, &params()).unwrap();
     assert!((u.queue - 4.0).abs() < 1e-9);
     assert!((u.queue_delay_us - 2.0).abs() < 1e-9);
     assert!((p.margin - m * 0.8 / 2.0).abs() < 1e-9);
@@ -71,16 +87,14 @@ fn small_path_second_update(rounding: f64) -> (ArccUpdate, f64, f64) {
         rounding,
         ..params()
     };
-    let mut p = ArccPath::new(&cfg, 3.0, Instant::ZERO);
+    let mut p = ArccPath::new(3.0, Instant::ZERO);
+    let mut w = Allowance::new(cfg.initial_window);
     // 0.1 packet/us over T = 12 us: a pipe of 1.2 packets.
     p.acks_in_interval = 1;
-    p.update(Instant::from_us(10), Duration::from_us(12), 2, &params)
-        .unwrap();
+    update(&mut p, &mut w, 10, 12, 2, &params).unwrap();
     let m = p.margin;
     // No ACK (so no RTT sample) in the next interval: r = 0.08, pipe 0.96.
-    let u = p
-        .update(Instant::from_us(20), Duration::from_us(12), 2, &params)
-        .unwrap();
+    let u = update(&mut p, &mut w, 20, 12, 2, &params).unwrap();
     (u, m, p.margin)
 }
 
@@ -95,4 +109,89 @@ fn an_excess_below_one_packet_is_rounding_with_the_allowance() {
     let (u, m, after) = small_path_second_update(1.0);
     assert!((u.queue_delay_us - 0.5).abs() < 1e-9, "{u:?}");
     assert!(!u.direct && after > m);
+}
+
+/// The margin a path reaches after `updates` queue-free intervals at 1 packet/us
+/// (T = 20 us), with a stall allowance of `allowance_us`.
+fn margin_after_quiet_updates(allowance_us: f64, updates: u32) -> f64 {
+    let cfg = FlowConfig::default();
+    let params = ArccParams {
+        stall_allowance_us: allowance_us,
+        ..params()
+    };
+    let mut p = ArccPath::new(3.0, Instant::ZERO);
+    let mut w = Allowance::new(cfg.initial_window);
+    for i in 1..=updates {
+        p.acks_in_interval = 10;
+        update(&mut p, &mut w, u64::from(i) * 10, 20, 20, &params).unwrap();
+    }
+    p.margin
+}
+
+#[test]
+fn a_stall_allowance_lets_the_margin_grow_to_what_the_ack_rate_brings_in_it() {
+    // Without it the margin stops at q0 = 3 packets.
+    assert!((margin_after_quiet_updates(0.0, 20) - 3.0).abs() < 1e-9);
+    // With 40 us at 1 packet/us: 40 packets, reached in steps of a quarter.
+    let m = margin_after_quiet_updates(40.0, 20);
+    assert!((m - 40.0).abs() < 1e-9, "{m}");
+    assert!((margin_after_quiet_updates(40.0, 1) - 10.75).abs() < 1e-9);
+    // Below q0's worth it changes nothing.
+    assert!((margin_after_quiet_updates(1.0, 20) - 3.0).abs() < 1e-9);
+}
+
+#[test]
+fn tau_q_is_at_least_the_stall_allowance() {
+    let cfg = FlowConfig {
+        paths: 2,
+        base_rtt: Some(vec![Duration::from_us(20); 2]),
+        ..FlowConfig::default()
+    };
+    let paths = Paths::new(&cfg);
+    let a = Arcc::new(&cfg, Instant::ZERO, &paths);
+    let paper = a.tau_q();
+    let a = Arcc::new(
+        &FlowConfig {
+            stall_allowance: Duration::from_ms(4),
+            ..cfg.clone()
+        },
+        Instant::ZERO,
+        &paths,
+    );
+    assert!(paper < Duration::from_us(4));
+    assert_eq!(a.tau_q(), Duration::from_ms(4));
+}
+
+#[test]
+fn a_full_receiver_halves_the_stall_allowance_once_per_rtt() {
+    let cfg = FlowConfig {
+        paths: 2,
+        base_rtt: Some(vec![Duration::from_us(20); 2]),
+        stall_allowance: Duration::from_ms(4),
+        ..FlowConfig::default()
+    };
+    let paths = Paths::new(&cfg);
+    let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+    assert_eq!(a.tau_q(), Duration::from_ms(4));
+    let t = Instant::from_us(100);
+    assert!(a.on_receiver_full(t, &paths));
+    assert_eq!(a.tau_q(), Duration::from_ms(2));
+    // Within an RTT (the initial 20 us here): no second cut.
+    assert!(!a.on_receiver_full(t + Duration::from_us(5), &paths));
+    assert_eq!(a.tau_q(), Duration::from_ms(2));
+    assert!(a.on_receiver_full(t + Duration::from_us(25), &paths));
+    assert_eq!(a.tau_q(), Duration::from_ms(1));
+    // Without an allowance tau_q is the paper's, before and after.
+    let paper = Arcc::new(
+        &FlowConfig {
+            stall_allowance: Duration::ZERO,
+            ..cfg.clone()
+        },
+        Instant::ZERO,
+        &paths,
+    );
+    let tau = paper.tau_q();
+    let mut p = paper;
+    assert!(p.on_receiver_full(t, &paths));
+    assert_eq!(p.tau_q(), tau);
 }

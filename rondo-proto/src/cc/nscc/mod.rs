@@ -24,7 +24,7 @@
 
 use super::{AckSample, CongestionControl, FlowView, Tick};
 use crate::config::FlowConfig;
-use crate::path::PathState;
+use crate::path::Paths;
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
@@ -236,12 +236,12 @@ impl Nscc {
         self.cwnd = self.cwnd.clamp(1.0, self.scale.max_window);
     }
 
-    fn inflight(paths: &[PathState]) -> u32 {
-        paths.iter().map(|p| p.inflight).sum()
+    fn inflight(paths: &Paths) -> u32 {
+        paths.in_flight()
     }
 
     /// T from the configuration, else the largest base RTT the paths know.
-    fn refresh_scale(&mut self, paths: &[PathState]) {
+    fn refresh_scale(&mut self, paths: &Paths) {
         let t = self.configured_rtt.unwrap_or_else(|| {
             paths
                 .iter()
@@ -256,7 +256,7 @@ impl Nscc {
 
     /// Rule 1: at the end of a period, cut to what was acknowledged in it if
     /// the period saw a NACK or a delay over the threshold. True when it cut.
-    fn quick_adapt(&mut self, now: Instant, paths: &[PathState]) -> bool {
+    fn quick_adapt(&mut self, now: Instant, paths: &Paths) -> bool {
         if now < self.qa_deadline {
             return false;
         }
@@ -300,12 +300,12 @@ impl Nscc {
 }
 
 impl CongestionControl for Nscc {
-    fn open_windows(&self, paths: &[PathState], open: &mut [f64]) {
+    fn open_windows(&self, paths: &Paths, open: &mut [f64]) {
         let flow = (self.cwnd - f64::from(Self::inflight(paths))).max(0.0);
         super::open_on_paths_up(flow, paths, open);
     }
 
-    fn any_open(&self, paths: &[PathState]) -> bool {
+    fn any_open(&self, paths: &Paths) -> bool {
         let flow = (self.cwnd - f64::from(Self::inflight(paths))).max(0.0);
         super::any_open_on_paths_up(flow, paths)
     }
@@ -314,7 +314,7 @@ impl CongestionControl for Nscc {
         self.cwnd
     }
 
-    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &[PathState]) {
+    fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
         if ack.probe {
             return;
         }
@@ -390,7 +390,7 @@ impl CongestionControl for Nscc {
 
     fn on_nak(&mut self, _now: Instant, _path: usize, _reason: NakReason) {}
 
-    fn on_loss(&mut self, _now: Instant, _path: usize, by_timeout: bool, _paths: &[PathState]) {
+    fn on_loss(&mut self, _now: Instant, _path: usize, by_timeout: bool, _paths: &Paths) {
         // Losses by the timer or a path failure are the RTO's (`on_rto`); a packet
         // the receiver refused is `on_receiver_full`'s.
         if !by_timeout {
@@ -398,22 +398,22 @@ impl CongestionControl for Nscc {
         }
     }
 
-    fn on_receiver_full(&mut self, _now: Instant, _paths: &[PathState]) -> bool {
+    fn on_receiver_full(&mut self, _now: Instant, _paths: &Paths) -> bool {
         self.nack();
         true
     }
 
-    fn on_rto(&mut self, _now: Instant, _paths: &[PathState]) {
+    fn on_rto(&mut self, _now: Instant, _paths: &Paths) {
         self.nack();
     }
 
-    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &[PathState]) {}
+    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
 
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
 
-    fn on_tick(&mut self, _now: Instant, _paths: &[PathState], _flow: &dyn FlowView) -> Tick {
+    fn on_tick(&mut self, _now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
         Tick::default()
     }
 }

@@ -1,10 +1,11 @@
 //! Unit tests of [`super`].
 
 use super::*;
+use crate::path::PathState;
 
 /// Two paths of base RTT 12 us at 100 Gbit/s, 1500-byte packets: the
 /// reference point, so a = b = 1, BDP 100 packets, target 12 us.
-fn setup(initial_bdps: f64) -> (Nscc, Vec<PathState>) {
+fn setup(initial_bdps: f64) -> (Nscc, Paths) {
     let cfg = FlowConfig {
         paths: 2,
         base_rtt: Some(vec![Duration::from_us(12); 2]),
@@ -14,13 +15,15 @@ fn setup(initial_bdps: f64) -> (Nscc, Vec<PathState>) {
         initial_window_bdps: initial_bdps,
         ..NsccParams::default()
     };
-    let paths = (0..2)
-        .map(|i| {
-            let mut p = PathState::new(&cfg, i);
-            p.on_rtt_sample(Duration::from_us(12), 0.125);
-            p
-        })
-        .collect();
+    let paths = Paths::from_states(
+        (0..2)
+            .map(|i| {
+                let mut p = PathState::new(&cfg, i);
+                p.on_rtt_sample(Duration::from_us(12), 0.125);
+                p
+            })
+            .collect(),
+    );
     (Nscc::with_params(&cfg, Instant::ZERO, params), paths)
 }
 
@@ -36,7 +39,7 @@ fn ack(delay_us: f64, ecn: bool) -> AckSample {
     }
 }
 
-fn acks(n: usize, s: &mut Nscc, paths: &[PathState], at_us: u64, delay_us: f64, ecn: bool) {
+fn acks(n: usize, s: &mut Nscc, paths: &Paths, at_us: u64, delay_us: f64, ecn: bool) {
     for _ in 0..n {
         s.on_ack(Instant::from_us(at_us), &ack(delay_us, ecn), paths);
     }
@@ -157,7 +160,7 @@ fn a_nack_costs_a_packet_and_quick_adapt_cuts_to_what_was_acknowledged() {
     assert!(close(s.cwnd(), w0 - 1.0));
     // 5 ACKs in the first period (T + target = 24 us), then one after it.
     acks(5, &mut s, &paths, 10, 13.0, false);
-    paths[0].inflight = 3;
+    paths.set_inflight(0, 3);
     acks(1, &mut s, &paths, 24, 13.0, false);
     assert!(close(s.cwnd(), 6.0), "{}", s.cwnd());
     assert_eq!(s.quick_adapts(), 1);
@@ -201,7 +204,7 @@ fn delay_is_measured_from_the_flows_smallest_base_rtt() {
         initial_window_bdps: 0.5,
         ..NsccParams::default()
     };
-    let paths: Vec<PathState> = (0..2).map(|i| PathState::new(&cfg, i)).collect();
+    let paths = Paths::new(&cfg);
     let mut s = Nscc::with_params(&cfg, Instant::ZERO, params);
     let w0 = s.cwnd();
     let mut a = ack(0.0, false);
