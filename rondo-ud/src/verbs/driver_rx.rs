@@ -284,6 +284,14 @@ impl Sink<'_> {
                 if !fb.of_probe {
                     self.rtt.on_ack(flow, psn, path, echo, ns);
                 }
+                // A coalesced ACK also echoes the newest packet of each block.
+                let header = rondo_proto::wire::Packet::new_unchecked(datagram);
+                for block in header.ack_blocks() {
+                    if let Some(newest) = block.psns().next() {
+                        self.rtt
+                            .on_ack(flow, newest.0, block.path, block.echo_timestamp_ns, ns);
+                    }
+                }
             }
         }
         self.stats.ce_marks += u64::from(ce);
