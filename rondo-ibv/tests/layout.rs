@@ -5,9 +5,10 @@
 
 use std::process::Command;
 
+mod common;
+
 #[test]
 fn every_size_and_offset_matches_the_installed_header() {
-    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/c/layout.c");
     let header = std::path::Path::new("/usr/include/infiniband/verbs.h");
     if !header.exists() {
         assert!(
@@ -21,20 +22,7 @@ fn every_size_and_offset_matches_the_installed_header() {
         );
         return;
     }
-    let dir = std::env::temp_dir().join(format!("rondo-ibv-layout-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join("layout");
-    let cc = Command::new("cc")
-        .args(["-Wall", "-Werror", "-o"])
-        .arg(&exe)
-        .arg(src)
-        .output()
-        .expect("cc");
-    assert!(
-        cc.status.success(),
-        "{}",
-        String::from_utf8_lossy(&cc.stderr)
-    );
+    let exe = common::build_c("layout", "layout", &[]);
     let out = Command::new(&exe).output().expect("run layout");
     assert!(out.status.success());
     let c = String::from_utf8(out.stdout).unwrap();
@@ -55,5 +43,7 @@ fn every_size_and_offset_matches_the_installed_header() {
         c_lines.len(),
         r_lines.len()
     );
-    let _ = std::fs::remove_dir_all(&dir);
+    if let Some(dir) = exe.parent() {
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

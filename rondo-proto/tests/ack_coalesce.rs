@@ -85,6 +85,19 @@ fn drain(ep: &mut Endpoint, now: Instant) -> Vec<Sent> {
     out
 }
 
+/// Each ACK as (acknowledged PSN, path, its blocks' PSNs in order).
+fn summary(sent: &[Sent]) -> Vec<(u32, u16, Vec<u32>)> {
+    sent.iter()
+        .map(|(r, b)| {
+            (
+                acked_psn(r),
+                r.common.path,
+                b.iter().flat_map(|b| b.4.clone()).collect(),
+            )
+        })
+        .collect()
+}
+
 fn acked_psn(repr: &Repr) -> u32 {
     match repr.body {
         Body::Ack(fb) | Body::Nak(fb, _) => fb.acked_psn.0,
@@ -194,16 +207,7 @@ fn the_last_packet_of_a_message_closes_every_batch() {
             .unwrap();
     }
     let sent = drain(&mut ep, now);
-    let got: Vec<(u32, u16, Vec<u32>)> = sent
-        .iter()
-        .map(|(r, b)| {
-            (
-                acked_psn(r),
-                r.common.path,
-                b.iter().flat_map(|b| b.4.clone()).collect(),
-            )
-        })
-        .collect();
+    let got = summary(&sent);
     assert_eq!(got, vec![(3, 0, vec![2, 0]), (1, 1, vec![])]);
 }
 
@@ -229,16 +233,7 @@ fn a_zero_delay_coalesces_one_instant_per_path() {
         ep.receive(now, path, &d, false).unwrap();
     }
     let sent = drain(&mut ep, now);
-    let got: Vec<(u32, u16, Vec<u32>)> = sent
-        .iter()
-        .map(|(r, b)| {
-            (
-                acked_psn(r),
-                r.common.path,
-                b.iter().flat_map(|b| b.4.clone()).collect(),
-            )
-        })
-        .collect();
+    let got = summary(&sent);
     assert_eq!(got, vec![(6, 0, vec![4, 0, 2]), (7, 1, vec![5, 1, 3])]);
 }
 

@@ -143,14 +143,7 @@ mod tests {
     }
 
     fn ack(a: &mut Aimd, paths: &Paths, n: u32) {
-        let s = AckSample {
-            path: 0,
-            rtt: None,
-            forward_delay_ps: None,
-            probe: false,
-            ecn: false,
-            psn: 0,
-        };
+        let s = AckSample::data(0, 0, false);
         for _ in 0..n {
             a.on_ack(Instant::ZERO, &s, paths);
         }

@@ -52,6 +52,20 @@ pub struct AckSample {
     pub psn: u64,
 }
 
+impl AckSample {
+    /// The ACK of data packet `psn` sent on `path`, without an RTT sample yet.
+    pub fn data(path: usize, psn: u64, ecn: bool) -> AckSample {
+        AckSample {
+            path,
+            rtt: None,
+            forward_delay_ps: None,
+            probe: false,
+            ecn,
+            psn,
+        }
+    }
+}
+
 /// What a controller may ask of the flow it controls during a tick.
 pub trait FlowView {
     /// Data waits to be sent (new PSNs the receiver can hold, or retransmissions).

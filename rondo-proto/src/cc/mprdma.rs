@@ -219,14 +219,7 @@ mod tests {
     }
 
     fn sample(path: usize, psn: u64, ecn: bool) -> AckSample {
-        AckSample {
-            path,
-            rtt: None,
-            forward_delay_ps: None,
-            probe: false,
-            ecn,
-            psn,
-        }
+        AckSample::data(path, psn, ecn)
     }
 
     /// Leaves slow start with one ECN echo, then sets the window to `w`.

@@ -98,14 +98,7 @@ impl Sender {
         let c = &mut self.core;
         match nak {
             None => {
-                let mut sample = AckSample {
-                    path,
-                    rtt: None,
-                    forward_delay_ps: None,
-                    probe: false,
-                    ecn,
-                    psn: acked,
-                };
+                let mut sample = AckSample::data(path, acked, ecn);
                 // Karn's rule (`Core::rtt_sample`).
                 let times = (
                     fb.echo_timestamp_ns,
@@ -191,14 +184,7 @@ impl Sender {
                 continue;
             };
             let ecn = i < usize::from(block.ce_count);
-            let mut sample = AckSample {
-                path,
-                rtt: None,
-                forward_delay_ps: None,
-                probe: false,
-                ecn,
-                psn: acked,
-            };
+            let mut sample = AckSample::data(path, acked, ecn);
             if i == 0 {
                 let times = (block.echo_timestamp_ns, block.rx_timestamp_ns, sent_ns);
                 c.rtt_sample(now, path, acked, entry, times, &mut sample);
@@ -251,12 +237,8 @@ impl Sender {
         p.consecutive_losses = 0;
         p.counters.probes_acked += 1;
         let sample = AckSample {
-            path,
-            rtt: None,
-            forward_delay_ps: None,
             probe: true,
-            ecn: false,
-            psn: 0,
+            ..AckSample::data(path, 0, false)
         };
         self.cc.on_ack(now, &sample, &c.paths);
     }

@@ -30,12 +30,8 @@ fn setup(initial_bdps: f64) -> (Nscc, Paths) {
 /// The ACK of a packet on path 0 with queueing delay `delay_us`.
 fn ack(delay_us: f64, ecn: bool) -> AckSample {
     AckSample {
-        path: 0,
         rtt: Some(Duration::from_us_f64(12.0 + delay_us)),
-        forward_delay_ps: None,
-        probe: false,
-        ecn,
-        psn: 0,
+        ..AckSample::data(0, 0, ecn)
     }
 }
 
