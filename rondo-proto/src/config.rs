@@ -169,7 +169,10 @@ pub struct FlowConfig {
     pub fast_correction_factor: f64,
     /// Initial window per path, in packets (W0 >= q0 / 4).
     pub initial_window: f64,
-    /// Smallest per-path window, in packets.
+    /// Smallest per-path window, in packets (1). Rondo honours windows below
+    /// one packet: after each send such a path waits its smoothed RTT / W_p,
+    /// and its update intervals run on until an ACK falls into one
+    /// (docs/engine.md, "Windows below one packet"; issue 12 row 6).
     pub min_window: f64,
     /// Capacity probing on or off (paper §4.2.2).
     pub probing: bool,

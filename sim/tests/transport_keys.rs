@@ -91,3 +91,20 @@ fn baseline_parameters_reach_their_controllers_and_bad_values_are_refused() {
         assert!(e.contains(key), "{e}");
     }
 }
+
+#[test]
+fn the_min_window_key_keeps_the_default_at_one_and_refuses_bad_values() {
+    assert_eq!(report(&["transport.min_window_packets=1"]), report(&[]));
+    let text = "duration_us = 10\n[topology]\nkind = \"parallel\"\npaths = [{ gbps = 10, delay_us = 1.0 }]\n\
+                [workload]\nkind = \"long_flows\"\nflows = 1\n";
+    // Not positive, or above the initial window (the engine's own check).
+    for bad in ["0", "-0.5", "1000"] {
+        let set = Override::parse(&format!("transport.min_window_packets={bad}")).unwrap();
+        let s = parse("k.toml", text, &[set]).unwrap();
+        let e = run(&s, "k.toml", RunOptions::default(), &mut |_| {})
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("transport.min_window_packets"), "{e}");
+    }
+}

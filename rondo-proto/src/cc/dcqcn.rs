@@ -299,7 +299,7 @@ impl CongestionControl for Dcqcn {
         }
         Tick {
             updated: self.rate != before,
-            probing_phases: 0,
+            ..Tick::default()
         }
     }
 }

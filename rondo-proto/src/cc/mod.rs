@@ -82,6 +82,9 @@ pub struct Tick {
     pub updated: bool,
     /// Capacity-probing phases started by this tick.
     pub probing_phases: u32,
+    /// A path held shut since its last send may send again (a window below one
+    /// packet).
+    pub opened: bool,
 }
 
 /// A congestion controller of one flow over its paths.

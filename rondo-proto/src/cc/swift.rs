@@ -345,12 +345,14 @@ impl CongestionControl for Swift {
     }
 
     fn on_tick(&mut self, now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
+        let mut tick = Tick::default();
         for s in &mut self.paths {
             if s.gate.is_some_and(|g| g <= now) {
                 s.gate = None;
+                tick.opened = true;
             }
         }
-        Tick::default()
+        tick
     }
 }
 
@@ -380,12 +382,8 @@ mod tests {
 
     fn ack(path: usize, rtt_us: f64) -> AckSample {
         AckSample {
-            path,
             rtt: Some(Duration::from_us_f64(rtt_us)),
-            forward_delay_ps: None,
-            probe: false,
-            ecn: false,
-            psn: 0,
+            ..AckSample::data(path, 0, false)
         }
     }
 

@@ -52,6 +52,9 @@ impl Sender {
             // Written only when it moves: the counters' line is cold otherwise.
             self.core.stats.probing_phases += u64::from(tick.probing_phases);
         }
+        if tick.opened {
+            self.select_blocked = false;
+        }
         if tick.updated {
             self.select_blocked = false;
             self.scheduler

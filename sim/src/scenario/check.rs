@@ -649,6 +649,9 @@ fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
     if let Some(rto) = t.rto_min_us {
         positive(file, "transport.rto_min_us", rto)?;
     }
+    if let Some(w) = t.min_window_packets {
+        positive(file, "transport.min_window_packets", w)?;
+    }
     if let Some(s) = t.stall_allowance_us {
         non_negative(file, "transport.stall_allowance_us", s)?;
     }
@@ -679,7 +682,14 @@ fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
             name,
             value,
             allowed,
-        } => ScenarioError::invalid(file, format!("transport.{name}"), value, allowed),
+        } => {
+            // Our key where its name differs from the engine's field.
+            let key = match name {
+                "min_window" => "min_window_packets",
+                other => other,
+            };
+            ScenarioError::invalid(file, format!("transport.{key}"), value, allowed)
+        }
         other => ScenarioError::invalid(file, "transport", "..", other.to_string()),
     })
 }
@@ -771,6 +781,9 @@ impl TransportSpec {
         }
         if let Some(x) = self.queue_rounding_packets {
             c.queue_rounding_packets = x;
+        }
+        if let Some(x) = self.min_window_packets {
+            c.min_window = x;
         }
         if let Some(x) = self.stall_allowance_us {
             c.stall_allowance = rondo_proto::Duration::from_us_f64(x);

@@ -341,6 +341,9 @@ pub struct TransportSpec {
     /// Packets of excess inflight Rondo's inflight-based queue estimate takes
     /// for window rounding (default 0, the paper's estimate).
     pub queue_rounding_packets: Option<f64>,
+    /// Rondo's smallest path window in packets (default 1); below 1 the flow
+    /// pacer spaces a path's packets more than one RTT apart.
+    pub min_window_packets: Option<f64>,
     /// Host pauses Rondo rides through, microseconds: tau_q is at least this, and
     /// a path's margin may grow to what its ACK rate brings in this time (default
     /// 0; for hosts that stall, `[host]`).
@@ -451,6 +454,7 @@ impl Default for TransportSpec {
             margin_scope: MarginScopeSpec::Path,
             base_rtt_window_rtts: None,
             queue_rounding_packets: None,
+            min_window_packets: None,
             stall_allowance_us: None,
             delay_stable_tolerance_us: None,
             receiver_span: None,

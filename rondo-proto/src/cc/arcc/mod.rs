@@ -49,6 +49,9 @@ struct Allowance {
     window: f64,
     /// Extra data packets allowed by probe ACKs before the next update (§4.2.2).
     probe_credit: u32,
+    /// A window below one packet holds the path shut after each send until its
+    /// gate opens ([`ArccPath::gate`]).
+    gated: bool,
 }
 
 impl Allowance {
@@ -57,6 +60,16 @@ impl Allowance {
         Allowance {
             window: initial_window,
             probe_credit: 0,
+            gated: false,
+        }
+    }
+
+    /// O_p: what the path may send with `inflight` packets in flight.
+    fn open(&self, inflight: u32) -> f64 {
+        if self.gated {
+            0.0
+        } else {
+            (self.packets() - inflight as f64).max(0.0)
         }
     }
 
@@ -91,6 +104,13 @@ struct ArccPath {
     /// Smallest RTT of the current expiry window, and when that window ends.
     window_min: Option<Duration>,
     window_end: Option<Instant>,
+    /// Smoothed RTT of the path (1/8 per sample, as TCP's), queueing included.
+    srtt: Option<Duration>,
+    /// With a window W_p below one packet, the path's next send waits until
+    /// srtt / W_p after its last one: one packet in flight for a fraction W_p
+    /// of the time, so the path's rate falls as its RTT grows, as a window's does
+    /// (issue 12 row 6).
+    gate: Option<Instant>,
 }
 
 impl ArccPath {
@@ -111,6 +131,8 @@ impl ArccPath {
             min_rtt: None,
             window_min: None,
             window_end: None,
+            srtt: None,
+            gate: None,
         }
     }
 
@@ -119,6 +141,10 @@ impl ArccPath {
     /// sample replaces it when it exceeds it by more than `grown` (the path's
     /// delay grew: a queue that large ARCC would have drained).
     fn on_rtt(&mut self, now: Instant, rtt: Duration, window_rtts: Option<f64>, grown: Duration) {
+        self.srtt = Some(match self.srtt {
+            Some(s) => Duration::from_ps(s.as_ps() - s.as_ps() / 8 + rtt.as_ps() / 8),
+            None => rtt,
+        });
         let base = *self.min_rtt.get_or_insert(rtt);
         let base = if rtt < base {
             self.min_rtt = Some(rtt);
@@ -263,6 +289,8 @@ impl ArccPath {
         self.interval_start = now;
         allow.probe_credit = 0;
         self.probe_absorbed = false;
+        allow.gated = false;
+        self.gate = None;
     }
 }
 
@@ -325,6 +353,8 @@ pub struct Arcc {
     /// The current probing phase ends then (`Instant::MAX`: startup probing,
     /// waiting for its first ACK).
     probing_until: Option<Instant>,
+    /// The earliest send gate of any path ([`ArccPath::gate`]).
+    next_gate: Option<Instant>,
     quiet_updates: u32,
     last_nak_cut: Option<Instant>,
 }
@@ -368,6 +398,7 @@ impl Arcc {
             path_due: vec![None; paths.len()],
             next_update: None,
             probing_until: cfg.probing.then_some(Instant::MAX),
+            next_gate: None,
             quiet_updates: 0,
             last_nak_cut: None,
         };
@@ -444,6 +475,25 @@ impl Arcc {
         self.params.q0 = self.restart.path_q0(paths);
     }
 
+    /// Opens the send gates due at `now`; whether any opened.
+    fn open_gates(&mut self, now: Instant) -> bool {
+        let mut opened = false;
+        let mut next = None::<Instant>;
+        for (p, allow) in self.paths.iter_mut().zip(&mut self.allowance) {
+            match p.gate {
+                Some(g) if g <= now => {
+                    p.gate = None;
+                    allow.gated = false;
+                    opened = true;
+                }
+                Some(g) => next = Some(next.map_or(g, |t| t.min(g))),
+                None => {}
+            }
+        }
+        self.next_gate = next;
+        opened
+    }
+
     fn refresh_next_update(&mut self) {
         self.next_update = self.path_due.iter().flatten().min().copied();
     }
@@ -489,16 +539,15 @@ impl CongestionControl for Arcc {
             *o = if *status != PathStatus::Up {
                 0.0
             } else {
-                (a.packets() - *inflight as f64).max(0.0)
+                a.open(*inflight)
             };
         }
     }
 
     fn any_open(&self, paths: &Paths) -> bool {
         let each = paths.statuses().iter().zip(paths.inflights());
-        each.zip(&self.allowance).any(|((status, inflight), a)| {
-            *status == PathStatus::Up && (a.packets() - *inflight as f64).max(0.0) > 0.0
-        })
+        each.zip(&self.allowance)
+            .any(|((status, inflight), a)| *status == PathStatus::Up && a.open(*inflight) > 0.0)
     }
 
     fn paced(&self) -> bool {
@@ -537,8 +586,18 @@ impl CongestionControl for Arcc {
         self.allowance[path].window
     }
 
-    fn on_sent(&mut self, _now: Instant, path: usize) {
-        self.paths[path].sent_in_interval += 1;
+    fn on_sent(&mut self, now: Instant, path: usize) {
+        let a = &mut self.paths[path];
+        a.sent_in_interval += 1;
+        let allow = &mut self.allowance[path];
+        let w = allow.packets();
+        if w < 1.0 {
+            let rtt = a.srtt.unwrap_or(self.base_rtts[path]);
+            let gate = now + rtt.mul_f64(1.0 / w);
+            a.gate = Some(gate);
+            allow.gated = true;
+            self.next_gate = Some(self.next_gate.map_or(gate, |t| t.min(gate)));
+        }
     }
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
@@ -633,7 +692,10 @@ impl CongestionControl for Arcc {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        self.next_update
+        match (self.next_update, self.next_gate) {
+            (Some(u), Some(g)) => Some(u.min(g)),
+            (u, g) => u.or(g),
+        }
     }
 
     fn on_tick(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> Tick {
@@ -641,6 +703,9 @@ impl CongestionControl for Arcc {
             self.probing_until = None;
         }
         let mut tick = Tick::default();
+        if self.next_gate.is_some_and(|t| t <= now) {
+            tick.opened = self.open_gates(now);
+        }
         if self.next_update.is_none_or(|t| t > now) {
             return tick;
         }
@@ -655,6 +720,17 @@ impl CongestionControl for Arcc {
             if paths.inflight(i) == 0 && !flow.has_data() {
                 // Idle: freeze the controller; the next ACK restarts its interval.
                 self.path_due[i] = None;
+                continue;
+            }
+            let a = &self.paths[i];
+            if self.allowance[i].packets() < 1.0
+                && a.acks_in_interval + a.probe_acks_in_interval == 0
+            {
+                // A window below one packet sends less than once per update
+                // interval: the interval runs on until an ACK falls into it, so
+                // that it measures a rate and a queueing delay, not an empty
+                // interval's nothing.
+                self.path_due[i] = Some(now + self.update_interval(base_rtt));
                 continue;
             }
             let params = self.params;

@@ -195,3 +195,73 @@ fn a_full_receiver_halves_the_stall_allowance_once_per_rtt() {
     assert!(p.on_receiver_full(t, &paths));
     assert_eq!(p.tau_q(), tau);
 }
+
+/// A flow that always has data and whose packets are never all acknowledged.
+struct Busy;
+
+impl FlowView for Busy {
+    fn has_data(&self) -> bool {
+        true
+    }
+    fn sent_before_acked(&self, _now: Instant, _age: Duration) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_window_below_one_packet_spaces_sends_by_the_rtt_over_the_window() {
+    let cfg = FlowConfig {
+        paths: 1,
+        base_rtt: Some(vec![Duration::from_us(20)]),
+        min_window: 0.1,
+        probing: false,
+        ..FlowConfig::default()
+    };
+    let mut paths = Paths::new(&cfg);
+    let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+    // A window of one packet never waits.
+    a.on_sent(Instant::from_us(50), 0);
+    assert!(a.any_open(&paths));
+    assert_eq!(a.poll_timeout(), None);
+    // A quarter of a packet: after a send the path waits RTT / W = 80 us (no RTT
+    // sample yet: the base RTT), acknowledged or not.
+    a.allowance[0].window = 0.25;
+    a.on_sent(Instant::from_us(100), 0);
+    let mut open = [1.0];
+    a.open_windows(&paths, &mut open);
+    assert_eq!(open, [0.0]);
+    assert!(!a.any_open(&paths));
+    assert_eq!(a.poll_timeout(), Some(Instant::from_us(180)));
+    assert!(!a.on_tick(Instant::from_us(179), &paths, &Busy).opened);
+    assert!(!a.any_open(&paths));
+    assert!(a.on_tick(Instant::from_us(180), &paths, &Busy).opened);
+    assert!(a.any_open(&paths));
+    // With RTT samples the smoothed RTT, queueing included, sets the spacing:
+    // the path's rate falls as its queue grows, as a window's does.
+    for _ in 0..64 {
+        let ack = AckSample {
+            rtt: Some(Duration::from_us(40)),
+            ..AckSample::data(0, 0, false)
+        };
+        a.on_ack(Instant::from_us(190), &ack, &paths);
+    }
+    a.on_sent(Instant::from_us(200), 0);
+    let gate = a.paths[0].gate.unwrap();
+    assert!(a.poll_timeout().unwrap() <= gate);
+    let spacing = gate.saturating_since(Instant::from_us(200)).as_us_f64();
+    assert!((spacing - 160.0).abs() < 1.0, "{spacing}");
+    // Its update intervals run on until an ACK falls into one: an interval
+    // with nothing in it updates nothing.
+    paths.set_inflight(0, 1);
+    let due = a.path_due[0].unwrap();
+    a.paths[0].acks_in_interval = 0;
+    a.paths[0].probe_acks_in_interval = 0;
+    let updates = a.paths[0].updates;
+    assert!(!a.on_tick(due, &paths, &Busy).updated);
+    assert_eq!(a.paths[0].updates, updates);
+    assert!(a.path_due[0].unwrap() > due);
+    a.on_ack(due, &AckSample::data(0, 1, false), &paths);
+    let next = a.path_due[0].unwrap();
+    assert!(a.on_tick(next, &paths, &Busy).updated);
+    assert_eq!(a.paths[0].updates, updates + 1);
+}
