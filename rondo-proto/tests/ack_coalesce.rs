@@ -613,9 +613,12 @@ fn transfer(cfg: &FlowConfig) -> Testbed {
 }
 
 /// Coalescing on: the message arrives byte-exact, every data packet is counted
-/// as acknowledged on its path, in a fraction of the ACK datagrams.
+/// as acknowledged on its path, in a fraction of the ACK datagrams, and (ARCC's
+/// pipe covering the receiver's hold) in about the time per-packet ACKs take:
+/// 519 against 498 simulated us; 572 when the pipe left the hold out.
 #[test]
 fn a_transfer_with_coalesced_acks_counts_every_packet() {
+    let mut took = Vec::new();
     for cfg in [FlowConfig::default(), coalescing(8, 2)] {
         let tb = transfer(&cfg);
         let s = tb.sender().sender_stats();
@@ -642,5 +645,7 @@ fn a_transfer_with_coalesced_acks_counts_every_packet() {
             None => assert_eq!(ack_datagrams, r.data_packets + r.probes),
             Some(_) => assert!(ack_datagrams * 2 < r.data_packets, "{ack_datagrams}"),
         }
+        took.push(tb.now().as_ps() as f64);
     }
+    assert!(took[1] < 1.08 * took[0], "{took:?} ps");
 }

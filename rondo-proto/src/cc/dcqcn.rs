@@ -328,14 +328,7 @@ mod tests {
     }
 
     fn ecn_ack(d: &mut Dcqcn, paths: &Paths, us: u64) {
-        let s = AckSample {
-            path: 0,
-            rtt: None,
-            forward_delay_ps: None,
-            probe: false,
-            ecn: true,
-            psn: 0,
-        };
+        let s = AckSample::data(0, 0, true);
         d.on_ack(Instant::from_us(us), &s, paths);
     }
 
@@ -360,14 +353,7 @@ mod tests {
         assert_eq!(d.cnps(), 2);
         assert!(close(d.target_rate(), 5.0) && close(d.rate(), 2.5));
         // An unmarked ACK does nothing.
-        let mut clean = AckSample {
-            path: 0,
-            rtt: None,
-            forward_delay_ps: None,
-            probe: false,
-            ecn: false,
-            psn: 0,
-        };
+        let mut clean = AckSample::data(0, 0, false);
         d.on_ack(Instant::from_us(400), &clean, &paths);
         clean.probe = true;
         clean.ecn = true;

@@ -50,6 +50,9 @@ pub struct AckSample {
     pub ecn: bool,
     /// The acknowledged packet's PSN (absolute; 0 for a probe's ACK).
     pub psn: u64,
+    /// How long the receiver held the packet before the ACK went out (0 with
+    /// an ACK per packet; a coalesced ACK's older packets waited longer).
+    pub held: Duration,
 }
 
 impl AckSample {
@@ -62,6 +65,7 @@ impl AckSample {
             probe: false,
             ecn,
             psn,
+            held: Duration::ZERO,
         }
     }
 }

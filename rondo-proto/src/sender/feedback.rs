@@ -99,6 +99,8 @@ impl Sender {
         match nak {
             None => {
                 let mut sample = AckSample::data(path, acked, ecn);
+                sample.held =
+                    Duration::from_ns(common.timestamp_ns.saturating_sub(fb.rx_timestamp_ns));
                 // Karn's rule (`Core::rtt_sample`).
                 let times = (
                     fb.echo_timestamp_ns,
@@ -171,6 +173,9 @@ impl Sender {
         c.paths[path].last_feedback = Some(now);
         let sent_end = c.base + c.table.len() as u64;
         let mut progress = false;
+        // The newest packet's hold; an older one of the same path arrived about
+        // as much earlier as it was sent earlier, and waited that much longer.
+        let newest_held = sent_ns.saturating_sub(block.rx_timestamp_ns);
         for (i, psn) in block.psns().enumerate() {
             let c = &mut self.core;
             let acked = c.expand(psn).filter(|&a| a < sent_end);
@@ -185,6 +190,10 @@ impl Sender {
             };
             let ecn = i < usize::from(block.ce_count);
             let mut sample = AckSample::data(path, acked, ecn);
+            let earlier = entry.filter(|e| i > 0 && e.tx_count == 1).map_or(0, |e| {
+                block.echo_timestamp_ns.saturating_sub(e.sent_at.as_ns())
+            });
+            sample.held = Duration::from_ns(newest_held.saturating_add(earlier));
             if i == 0 {
                 let times = (block.echo_timestamp_ns, block.rx_timestamp_ns, sent_ns);
                 c.rtt_sample(now, path, acked, entry, times, &mut sample);

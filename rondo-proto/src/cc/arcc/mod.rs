@@ -91,6 +91,14 @@ struct ArccPath {
     /// Sum of the interval's RTT samples, picoseconds.
     interval_rtt_sum_ps: u64,
     interval_rtt_samples: u32,
+    /// Sum of the interval's data ACKs' receiver holds, picoseconds, and how
+    /// many (every data ACK counts, holding or not).
+    interval_hold_sum_ps: u64,
+    interval_holds: u32,
+    /// H_p: how long the receiver holds a packet before acknowledging it,
+    /// microseconds, smoothed as r_p. 0 with an ACK per packet; with coalesced
+    /// ACKs the ACK clock runs over T_p + H_p, and so does the pipe.
+    hold_us: f64,
     sent_in_interval: u32,
     updates: u64,
     acks_in_interval: u32,
@@ -122,6 +130,9 @@ impl ArccPath {
             send_rate: 0.0,
             interval_rtt_sum_ps: 0,
             interval_rtt_samples: 0,
+            interval_hold_sum_ps: 0,
+            interval_holds: 0,
+            hold_us: 0.0,
             sent_in_interval: 0,
             updates: 0,
             acks_in_interval: 0,
@@ -208,9 +219,20 @@ impl ArccPath {
                 AlphaWeight::Sample => (1.0 - p.alpha) * self.ack_rate + p.alpha * sample,
             }
         };
+        if self.interval_holds > 0 {
+            let sample = self.interval_hold_sum_ps as f64 / self.interval_holds as f64 / 1e6;
+            self.hold_us = if self.updates == 0 {
+                sample
+            } else {
+                p.alpha * self.hold_us + (1.0 - p.alpha) * sample
+            };
+            self.interval_hold_sum_ps = 0;
+            self.interval_holds = 0;
+        }
         let t_us = base_rtt.as_us_f64();
         let tau_us = p.tau_q.as_us_f64();
-        let pipe = self.ack_rate * t_us; // C_p = r_p T
+        // C_p = r_p T, over T + H_p when the receiver holds its ACKs.
+        let pipe = self.ack_rate * (t_us + self.hold_us);
         let queue = inflight as f64 - pipe; // Q_p = inflight_p - C_p
                                             // The window is held at packet granularity (a path may have ceil(W_p)
                                             // packets in flight), so with `rounding` = 1 an excess below one packet is
@@ -622,6 +644,10 @@ impl CongestionControl for Arcc {
             let due = now + tu;
             self.path_due[ack.path] = Some(due);
             self.next_update = Some(self.next_update.map_or(due, |t| t.min(due)));
+        }
+        if !ack.probe {
+            a.interval_hold_sum_ps = a.interval_hold_sum_ps.saturating_add(ack.held.as_ps());
+            a.interval_holds += 1;
         }
         if ack.probe {
             a.probe_acks_in_interval += 1;

@@ -265,3 +265,20 @@ fn a_window_below_one_packet_spaces_sends_by_the_rtt_over_the_window() {
     assert!(a.on_tick(next, &paths, &Busy).updated);
     assert_eq!(a.paths[0].updates, updates + 1);
 }
+
+#[test]
+fn the_pipe_covers_the_time_the_receiver_holds_its_acks() {
+    // 2 packets/us over T = 20 us: a pipe of 40 packets with an ACK per packet,
+    // 44 when the receiver holds each packet 2 us before acknowledging it.
+    for (held_us, pipe) in [(0, 40.0), (2, 44.0)] {
+        let mut p = ArccPath::new(3.0, Instant::ZERO);
+        let mut w = Allowance::new(1.0);
+        p.acks_in_interval = 20;
+        p.interval_holds = 20;
+        p.interval_hold_sum_ps = 20 * Duration::from_us(held_us).as_ps();
+        update(&mut p, &mut w, 10, 20, pipe as u32, &params()).unwrap();
+        assert!((p.hold_us - held_us as f64).abs() < 1e-9);
+        // Nothing in flight beyond the pipe is a queue: the margin grows.
+        assert!((w.window - (pipe + 1.5)).abs() < 1e-9, "{}", w.window);
+    }
+}
