@@ -139,6 +139,8 @@ pub(crate) struct Driven<D> {
     /// error.
     pub round_errors: u64,
     pub last_error: Option<String>,
+    /// Rounds run by a polling application thread (`ContextStats::polled_rounds`).
+    pub polled_rounds: u64,
 }
 
 impl<D> Driven<D> {
@@ -149,6 +151,7 @@ impl<D> Driven<D> {
             clock: Clock::new(),
             round_errors: 0,
             last_error: None,
+            polled_rounds: 0,
         }
     }
 }
@@ -255,11 +258,21 @@ where
         r
     }
 
-    /// What `poll` does on an empty queue: leave the core to the progress thread,
-    /// or, without one, run a datapath round.
+    /// What `poll` does on an empty queue: run a datapath round, with a progress
+    /// thread only when it is not running one (else leave it the core).
     pub(crate) fn idle_poll(&self) {
         if self.thread.is_some() {
-            std::thread::yield_now();
+            // A thread that spins on its queue may as well move the datagrams
+            // itself when the progress thread is not at it: its completion then
+            // waits for no other thread to be scheduled. perftest's ib_send_lat
+            // over the drop-in: round trip 116-190 -> 33 us (docs/ibv.md).
+            match self.shared.state.try_lock() {
+                Ok(mut s) => {
+                    s.polled_rounds += 1;
+                    s.round();
+                }
+                Err(_) => std::thread::yield_now(),
+            }
         } else {
             self.lock().round();
         }
@@ -287,6 +300,7 @@ where
         let s = self.lock();
         ContextStats {
             routes: s.dp.route_count() as u64,
+            polled_rounds: s.polled_rounds,
             ..s.host.context_stats()
         }
     }

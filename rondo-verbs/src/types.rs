@@ -477,6 +477,10 @@ pub struct ContextStats {
     /// `udp`, `verbs`: flows the datapath has a route for (a gauge: a destroyed
     /// QP's route goes with its connection, as its key).
     pub routes: u64,
+    /// `udp`, `verbs` with a progress thread: datapath rounds that a thread
+    /// polling an empty completion queue ran itself, the progress thread not
+    /// being at it (its completion then waits for no other thread).
+    pub polled_rounds: u64,
 }
 
 /// One device a [`crate::Context`] can open.
