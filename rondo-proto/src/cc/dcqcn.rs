@@ -308,16 +308,6 @@ impl CongestionControl for Dcqcn {
 mod tests {
     use super::*;
 
-    struct Idle;
-    impl FlowView for Idle {
-        fn has_data(&self) -> bool {
-            true
-        }
-        fn sent_before_acked(&self, _now: Instant, _age: Duration) -> bool {
-            true
-        }
-    }
-
     fn setup() -> (Dcqcn, Paths) {
         let cfg = FlowConfig {
             paths: 1,
@@ -366,9 +356,9 @@ mod tests {
         let (mut d, paths) = setup();
         ecn_ack(&mut d, &paths, 0);
         let g: f64 = 1.0 / 256.0;
-        d.on_tick(Instant::from_us(54), &paths, &Idle);
+        d.on_tick(Instant::from_us(54), &paths, &crate::cc::Backlogged);
         assert!(close(d.alpha(), 1.0));
-        d.on_tick(Instant::from_us(55 * 3), &paths, &Idle);
+        d.on_tick(Instant::from_us(55 * 3), &paths, &crate::cc::Backlogged);
         assert!(close(d.alpha(), (1.0 - g).powi(3)));
         // The next CNP cuts with the decayed alpha, then raises it.
         let a = d.alpha();
@@ -377,7 +367,7 @@ mod tests {
         assert!(close(d.rate(), r * (1.0 - a / 2.0)));
         assert!(close(d.alpha(), (1.0 - g) * a + g));
         // ... and restarts the alpha timer: no decay at 220, where the old one was due.
-        d.on_tick(Instant::from_us(254), &paths, &Idle);
+        d.on_tick(Instant::from_us(254), &paths, &crate::cc::Backlogged);
         assert!(close(d.alpha(), (1.0 - g) * a + g));
     }
 
@@ -387,7 +377,7 @@ mod tests {
         ecn_ack(&mut d, &paths, 0); // R_T = 10, R_C = 5
         let mut rc = 5.0;
         for k in 1..=5u64 {
-            d.on_tick(Instant::from_us(55 * k), &paths, &Idle);
+            d.on_tick(Instant::from_us(55 * k), &paths, &crate::cc::Backlogged);
             rc = (10.0 + rc) / 2.0;
             assert!(close(d.rate(), rc), "fast recovery event {k}");
             assert!(close(d.target_rate(), 10.0));
@@ -399,11 +389,19 @@ mod tests {
         ecn_ack(&mut d, &paths, 50); // R_T 5, R_C 2.5
         let mut rc = 2.5;
         for k in 1..=5u64 {
-            d.on_tick(Instant::from_us(50 + 55 * k), &paths, &Idle);
+            d.on_tick(
+                Instant::from_us(50 + 55 * k),
+                &paths,
+                &crate::cc::Backlogged,
+            );
             rc = (5.0 + rc) / 2.0;
         }
         assert!(close(d.rate(), rc));
-        d.on_tick(Instant::from_us(50 + 55 * 6), &paths, &Idle);
+        d.on_tick(
+            Instant::from_us(50 + 55 * 6),
+            &paths,
+            &crate::cc::Backlogged,
+        );
         // R_T = 5 + 10/20 = 5.5; R_C = (5.5 + rc) / 2.
         assert!(close(d.target_rate(), 5.5));
         assert!(close(d.rate(), (5.5 + rc) / 2.0));
@@ -432,7 +430,11 @@ mod tests {
         let target = d.target_rate();
         assert!(close(target, 5.5), "{target}");
         for k in 1..=6u64 {
-            d.on_tick(Instant::from_us(50 + 55 * k), &paths, &Idle);
+            d.on_tick(
+                Instant::from_us(50 + 55 * k),
+                &paths,
+                &crate::cc::Backlogged,
+            );
         }
         // T = 6 at the last: hyper, R_T += 10/10 after 5 additive steps of the timer.
         assert_eq!(d.stage(), IncreaseStage::Hyper);
@@ -447,7 +449,7 @@ mod tests {
         }
         let min = 100e6 / (8.0 * 1250.0) / 1e6;
         assert!(close(d.rate(), min), "{}", d.rate());
-        d.on_tick(Instant::from_us(1_000_000), &paths, &Idle);
+        d.on_tick(Instant::from_us(1_000_000), &paths, &crate::cc::Backlogged);
         assert!(close(d.rate(), 10.0) && close(d.target_rate(), 10.0));
     }
 

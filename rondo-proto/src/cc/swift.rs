@@ -504,7 +504,7 @@ mod tests {
         let gate = s.poll_timeout().unwrap();
         let expect = Instant::from_us(2000) + Duration::from_us(20).mul_f64(1.0 / w);
         assert_eq!(gate, expect);
-        s.on_tick(gate, &paths, &NoFlow);
+        s.on_tick(gate, &paths, &crate::cc::Backlogged);
         s.open_windows(&paths, &mut open);
         assert!(open[0] > 0.0);
     }
@@ -569,15 +569,5 @@ mod tests {
         assert!((100..=140).contains(&us), "{us}");
         assert_eq!(s.cwnd(0), w0);
         assert_eq!(Swift::new(&cfg).repaths(), 0);
-    }
-
-    struct NoFlow;
-    impl FlowView for NoFlow {
-        fn has_data(&self) -> bool {
-            true
-        }
-        fn sent_before_acked(&self, _: Instant, _: Duration) -> bool {
-            true
-        }
     }
 }

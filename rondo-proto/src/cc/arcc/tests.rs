@@ -196,18 +196,6 @@ fn a_full_receiver_halves_the_stall_allowance_once_per_rtt() {
     assert_eq!(p.tau_q(), tau);
 }
 
-/// A flow that always has data and whose packets are never all acknowledged.
-struct Busy;
-
-impl FlowView for Busy {
-    fn has_data(&self) -> bool {
-        true
-    }
-    fn sent_before_acked(&self, _now: Instant, _age: Duration) -> bool {
-        false
-    }
-}
-
 #[test]
 fn a_window_below_one_packet_spaces_sends_by_the_rtt_over_the_window() {
     let cfg = FlowConfig {
@@ -232,9 +220,15 @@ fn a_window_below_one_packet_spaces_sends_by_the_rtt_over_the_window() {
     assert_eq!(open, [0.0]);
     assert!(!a.any_open(&paths));
     assert_eq!(a.poll_timeout(), Some(Instant::from_us(180)));
-    assert!(!a.on_tick(Instant::from_us(179), &paths, &Busy).opened);
+    assert!(
+        !a.on_tick(Instant::from_us(179), &paths, &crate::cc::Backlogged)
+            .opened
+    );
     assert!(!a.any_open(&paths));
-    assert!(a.on_tick(Instant::from_us(180), &paths, &Busy).opened);
+    assert!(
+        a.on_tick(Instant::from_us(180), &paths, &crate::cc::Backlogged)
+            .opened
+    );
     assert!(a.any_open(&paths));
     // With RTT samples the smoothed RTT, queueing included, sets the spacing:
     // the path's rate falls as its queue grows, as a window's does.
@@ -257,12 +251,12 @@ fn a_window_below_one_packet_spaces_sends_by_the_rtt_over_the_window() {
     a.paths[0].acks_in_interval = 0;
     a.paths[0].probe_acks_in_interval = 0;
     let updates = a.paths[0].updates;
-    assert!(!a.on_tick(due, &paths, &Busy).updated);
+    assert!(!a.on_tick(due, &paths, &crate::cc::Backlogged).updated);
     assert_eq!(a.paths[0].updates, updates);
     assert!(a.path_due[0].unwrap() > due);
     a.on_ack(due, &AckSample::data(0, 1, false), &paths);
     let next = a.path_due[0].unwrap();
-    assert!(a.on_tick(next, &paths, &Busy).updated);
+    assert!(a.on_tick(next, &paths, &crate::cc::Backlogged).updated);
     assert_eq!(a.paths[0].updates, updates + 1);
 }
 
