@@ -90,6 +90,7 @@ forwards! {
     ibv_query_port "IBVERBS_1.1" (ctx: *mut ibv_context, port: u8, attr: *mut c_void) -> c_int, or libc::ENODEV;
     ibv_query_gid "IBVERBS_1.1" (ctx: *mut ibv_context, port: u8, index: c_int, gid: *mut [u8; 16]) -> c_int, or -1;
     _ibv_query_gid_ex "IBVERBS_1.11" (ctx: *mut ibv_context, port: u32, index: u32, entry: *mut ibv_gid_entry, flags: u32, size: usize) -> c_int, or libc::ENODEV;
+    _ibv_query_gid_table "IBVERBS_1.11" (ctx: *mut ibv_context, entries: *mut ibv_gid_entry, max: usize, flags: u32, size: usize) -> isize, or -(libc::ENODEV as isize);
     ibv_query_gid_type "IBVERBS_PRIVATE_34" (ctx: *mut ibv_context, port: u8, index: u32, ty: *mut u32) -> c_int, or libc::ENODEV;
     ibv_query_pkey "IBVERBS_1.1" (ctx: *mut ibv_context, port: u8, index: c_int, pkey: *mut u16) -> c_int, or -1;
     ibv_alloc_pd "IBVERBS_1.1" (ctx: *mut ibv_context) -> *mut ibv_pd, or fail(libc::ENODEV);

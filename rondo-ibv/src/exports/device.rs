@@ -373,6 +373,46 @@ pub unsafe extern "C" fn _ibv_query_gid_ex(
     }
 }
 
+/// `_ibv_query_gid_table` (what `ibv_query_gid_table` calls): the one entry of
+/// `rondo0`, a RoCE v2 GID at port 1, index 0. Returns the entries written, or a
+/// negative errno.
+#[no_mangle]
+pub unsafe extern "C" fn _ibv_query_gid_table(
+    ctx: *mut ibv_context,
+    entries: *mut ibv_gid_entry,
+    max_entries: usize,
+    flags: u32,
+    entry_size: usize,
+) -> isize {
+    // SAFETY: the caller's live context.
+    match unsafe { ctx_of(ctx) }.map(|c| (c.real(), c)) {
+        Some((None, c)) => {
+            if flags != 0 || entry_size < core::mem::size_of::<ibv_gid_entry>() {
+                return -(libc::EINVAL as isize);
+            }
+            if max_entries < 1 || entries.is_null() {
+                return -(libc::EINVAL as isize);
+            }
+            let e = ibv_gid_entry {
+                gid: c.gid(),
+                gid_index: 0,
+                port_num: 1,
+                gid_type: IBV_GID_TYPE_ROCE_V2,
+                ndev_ifindex: 0,
+            };
+            // SAFETY: the caller's array of `max_entries` entries of
+            // `entry_size` bytes: the first is at least an `ibv_gid_entry`.
+            unsafe { entries.write(e) };
+            1
+        }
+        // SAFETY: the real function, on the real device's context under a
+        // rondo_<dev>, else on the caller's (not ours).
+        found => unsafe {
+            real::_ibv_query_gid_table(real_of(found, ctx), entries, max_entries, flags, entry_size)
+        },
+    }
+}
+
 /// `ibv_query_gid_type` (private): RoCE v2 in the sysfs enum.
 #[no_mangle]
 pub unsafe extern "C" fn ibv_query_gid_type(

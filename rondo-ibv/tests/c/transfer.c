@@ -70,6 +70,24 @@ static void open_side(struct ibv_device *dev, struct side *s)
 	if (ibv_query_port(s->ctx, 1, &port) || port.state != IBV_PORT_ACTIVE) FAIL("port");
 	s->lid = port.lid;
 	if (ibv_query_gid(s->ctx, 1, gid_index, &s->gid)) FAIL("gid");
+	{
+		/* The GID table holds the same GID at that index, port 1. */
+		struct ibv_gid_entry e[8];
+		ssize_t n = ibv_query_gid_table(s->ctx, e, 8, 0);
+		int found = 0;
+
+		if (n < 1) FAIL("ibv_query_gid_table: %zd", n);
+		for (ssize_t i = 0; i < n; i++)
+			if (e[i].gid_index == (uint32_t)gid_index && e[i].port_num == 1 &&
+			    !memcmp(&e[i].gid, &s->gid, sizeof(s->gid)))
+				found = 1;
+		if (!found) FAIL("GID %d is not in the GID table", gid_index);
+		/* Ours refuses a table too small for its entry, and flags. */
+		if (!strcmp(ibv_get_device_name(s->ctx->device), "rondo0") &&
+		    (ibv_query_gid_table(s->ctx, e, 0, 0) != -EINVAL ||
+		     ibv_query_gid_table(s->ctx, e, 8, 1) != -EINVAL))
+			FAIL("ibv_query_gid_table took a bad table or flags");
+	}
 }
 
 static void connect_side(struct side *s, struct side *peer)
