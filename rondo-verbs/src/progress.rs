@@ -266,12 +266,23 @@ where
             // itself when the progress thread is not at it: its completion then
             // waits for no other thread to be scheduled. perftest's ib_send_lat
             // over the drop-in: round trip 116-190 -> 33 us (docs/ibv.md).
-            match self.shared.state.try_lock() {
+            // A round that moved something may have armed a timer earlier than
+            // the sleeping progress thread's wake-up: wake it to look (a system
+            // call only when it sleeps, as after a post).
+            let moved = match self.shared.state.try_lock() {
                 Ok(mut s) => {
                     s.polled_rounds += 1;
-                    s.round();
+                    s.round()
                 }
-                Err(_) => std::thread::yield_now(),
+                Err(_) => {
+                    std::thread::yield_now();
+                    false
+                }
+            };
+            if moved {
+                if let Some(w) = &self.waker {
+                    w.wake();
+                }
             }
         } else {
             self.lock().round();
