@@ -92,28 +92,13 @@ pub fn choose(
     want_port: Option<u8>,
     want_gid: Option<u8>,
 ) -> Result<(u8, u8), String> {
-    let rank = |g: &Gid| match g.kind {
-        _ if g.gid == [0; 16] => None,
-        2 if mapped_ipv4(&g.gid).is_some() => Some(0),
-        2 => Some(1),
-        0 => Some(2),
-        _ => None,
-    };
     let mut why = format!("{device} has no active port");
     for p in ports
         .iter()
         .filter(|p| p.active && want_port.is_none_or(|w| w == p.port))
     {
-        let gid = match want_gid {
-            Some(i) => p.gids.iter().any(|g| g.index == u32::from(i)).then_some(i),
-            None => p
-                .gids
-                .iter()
-                .filter_map(|g| Some((rank(g)?, g.index)))
-                .min()
-                .and_then(|(_, i)| u8::try_from(i).ok()),
-        };
-        match gid {
+        let gids = p.gids.iter().map(|g| (g.index, g.kind, g.gid));
+        match rondo_verbs::pick_gid_index(gids, want_gid) {
             Some(g) => return Ok((p.port, g)),
             None => {
                 why = match want_gid {

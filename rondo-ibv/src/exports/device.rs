@@ -335,6 +335,17 @@ pub unsafe extern "C" fn ibv_query_gid(
     }
 }
 
+/// The one entry of `rondo0`'s GID table: a RoCE v2 GID at port 1, index 0.
+fn gid_entry(c: &Ctx) -> ibv_gid_entry {
+    ibv_gid_entry {
+        gid: c.gid(),
+        gid_index: 0,
+        port_num: 1,
+        gid_type: IBV_GID_TYPE_ROCE_V2,
+        ndev_ifindex: 0,
+    }
+}
+
 /// `_ibv_query_gid_ex`: a RoCE v2 GID at index 0.
 #[no_mangle]
 pub unsafe extern "C" fn _ibv_query_gid_ex(
@@ -354,13 +365,7 @@ pub unsafe extern "C" fn _ibv_query_gid_ex(
             if size < core::mem::size_of::<ibv_gid_entry>() {
                 return libc::EINVAL;
             }
-            let e = ibv_gid_entry {
-                gid: c.gid(),
-                gid_index: 0,
-                port_num: 1,
-                gid_type: IBV_GID_TYPE_ROCE_V2,
-                ndev_ifindex: 0,
-            };
+            let e = gid_entry(c);
             // SAFETY: the caller's entry of `size` bytes.
             unsafe { entry.write(e) };
             0
@@ -393,13 +398,7 @@ pub unsafe extern "C" fn _ibv_query_gid_table(
             if max_entries < 1 || entries.is_null() {
                 return -(libc::EINVAL as isize);
             }
-            let e = ibv_gid_entry {
-                gid: c.gid(),
-                gid_index: 0,
-                port_num: 1,
-                gid_type: IBV_GID_TYPE_ROCE_V2,
-                ndev_ifindex: 0,
-            };
+            let e = gid_entry(c);
             // SAFETY: the caller's array of `max_entries` entries of
             // `entry_size` bytes: the first is at least an `ibv_gid_entry`.
             unsafe { entries.write(e) };

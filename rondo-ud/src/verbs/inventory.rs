@@ -30,6 +30,16 @@ impl GidKind {
         }
     }
 
+    /// As `ibv_gid_entry::gid_type`.
+    pub fn raw(self) -> u32 {
+        match self {
+            GidKind::Ib => 0,
+            GidKind::RoceV1 => 1,
+            GidKind::RoceV2 => 2,
+            GidKind::Other(t) => t,
+        }
+    }
+
     /// Short name as `show_gids` prints it.
     pub fn name(self) -> &'static str {
         match self {

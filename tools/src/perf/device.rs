@@ -113,7 +113,6 @@ pub fn pick(
     devices: &[rondo_ud::verbs::inventory::DeviceReport],
     dev: &DeviceArgs,
 ) -> Result<RdmaDevice, OptionError> {
-    use rondo_ud::verbs::inventory::GidKind;
     let none = |why: String| OptionError::NoDevice(why);
     if devices.is_empty() {
         return Err(none(rondo_verbs::NO_DEVICE.into()));
@@ -137,29 +136,16 @@ pub fn pick(
         }
         None => devices.iter().collect(),
     };
-    // Rank a GID as `rondo doctor` does: RoCE v2 with IPv4, RoCE v2, IB.
-    let rank = |g: &rondo_ud::verbs::inventory::GidReport| match g.kind {
-        GidKind::RoceV2 if g.ip().is_ipv4() => Some(0),
-        GidKind::RoceV2 => Some(1),
-        GidKind::Ib => Some(2),
-        _ => None,
-    };
     for d in candidates {
         for p in d
             .ports
             .iter()
             .filter(|p| p.active && dev.ib_port.is_none_or(|want| want == p.port))
         {
-            let gid = match dev.gid_index {
-                Some(i) => p.gids.iter().any(|g| g.index == u32::from(i)).then_some(i),
-                None => p
-                    .gids
-                    .iter()
-                    .filter_map(|g| Some((rank(g)?, g.index)))
-                    .min()
-                    .and_then(|(_, i)| u8::try_from(i).ok()),
-            };
-            if let Some(gid_index) = gid {
+            // One rule with the drop-in's rondo_<dev>: RoCE v2 with IPv4, RoCE
+            // v2, IB (`rondo_verbs::gid_rank`).
+            let gids = p.gids.iter().map(|g| (g.index, g.kind.raw(), g.gid));
+            if let Some(gid_index) = rondo_verbs::pick_gid_index(gids, dev.gid_index) {
                 return Ok(RdmaDevice {
                     name: d.name.clone(),
                     port: p.port,
