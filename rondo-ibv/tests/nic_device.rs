@@ -13,7 +13,7 @@
 
 mod common;
 use common::*;
-use rondo_ud::verbs::inventory::{inventory, GidKind};
+use rondo_ud::verbs::inventory::inventory;
 use std::time::Duration;
 
 /// A device to test on: its name, port, GID index and the IPv4 address of that
@@ -36,11 +36,10 @@ fn device() -> Result<Nic, String> {
         .filter(|d| wanted.as_ref().is_none_or(|w| w == &d.name))
     {
         for port in dev.ports.iter().filter(|p| p.active) {
-            let best = port
-                .gids
-                .iter()
-                .filter(|g| g.kind == GidKind::RoceV2 || g.kind == GidKind::Ib)
-                .min_by_key(|g| (g.kind != GidKind::RoceV2, !g.ip().is_ipv4(), g.index));
+            // The drop-in's own rule (RoCE v2 with IPv4, RoCE v2, IB).
+            let gids = port.gids.iter().map(|g| (g.index, g.kind.raw(), g.gid));
+            let best = rondo_verbs::pick_gid_index(gids, None)
+                .and_then(|i| port.gids.iter().find(|g| g.index == u32::from(i)));
             if let Some(g) = best {
                 return Ok(Nic {
                     name: dev.name.clone(),

@@ -246,7 +246,7 @@ impl CongestionControl for Dcqcn {
         self.rate
     }
 
-    fn on_sent(&mut self, _now: Instant, _path: usize) {
+    fn on_sent(&mut self, _now: Instant, _path: usize, _paths: &Paths) {
         self.bytes += self.mtu;
         if self.bytes >= self.params.byte_counter {
             self.bytes -= self.params.byte_counter;
@@ -424,7 +424,7 @@ mod tests {
         ecn_ack(&mut d, &paths, 0);
         ecn_ack(&mut d, &paths, 50); // R_T 5, R_C 2.5, counters 0
         for _ in 0..6 {
-            d.on_sent(Instant::from_us(60), 0); // BC = 6: additive from the 6th
+            d.on_sent(Instant::from_us(60), 0, &paths); // BC = 6: additive from the 6th
         }
         assert_eq!(d.stage(), IncreaseStage::Additive);
         let target = d.target_rate();

@@ -151,7 +151,7 @@ pub trait CongestionControl {
     /// controllers that keep one).
     fn window(&self, path: usize) -> f64;
     /// A data packet was sent on `path` (default: nothing to count).
-    fn on_sent(&mut self, _now: Instant, _path: usize) {}
+    fn on_sent(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
     /// An ACK arrived (data or probe); `paths` already holds its samples.
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths);
     /// A NAK arrived for a packet sent on `path`.
@@ -272,8 +272,8 @@ impl CongestionControl for AnyCc {
     fn window(&self, path: usize) -> f64 {
         dispatch!(self, c => c.window(path))
     }
-    fn on_sent(&mut self, now: Instant, path: usize) {
-        dispatch!(self, c => c.on_sent(now, path))
+    fn on_sent(&mut self, now: Instant, path: usize, paths: &Paths) {
+        dispatch!(self, c => c.on_sent(now, path, paths))
     }
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
         dispatch!(self, c => c.on_ack(now, ack, paths))

@@ -134,7 +134,7 @@ impl CongestionControl for Mprdma {
         self.cwnd
     }
 
-    fn on_sent(&mut self, _now: Instant, path: usize) {
+    fn on_sent(&mut self, _now: Instant, path: usize, _paths: &Paths) {
         let c = &mut self.credits[path];
         *c = (*c - 1.0).max(0.0);
     }
@@ -262,9 +262,9 @@ mod tests {
             [0.0, 2.0, 0.0],
             "two ACKs of one path still grant two"
         );
-        m.on_sent(Instant::ZERO, 1);
+        m.on_sent(Instant::ZERO, 1, &paths);
         paths.set_inflight(1, paths.inflight(1) + 1);
-        m.on_sent(Instant::ZERO, 1);
+        m.on_sent(Instant::ZERO, 1, &paths);
         paths.set_inflight(1, paths.inflight(1) + 1);
         m.open_windows(&paths, &mut open);
         assert_eq!(open, [0.0; 3]);

@@ -235,7 +235,7 @@ impl CongestionControl for Swift {
         self.paths[path].cwnd
     }
 
-    fn on_sent(&mut self, now: Instant, path: usize) {
+    fn on_sent(&mut self, now: Instant, path: usize, _paths: &Paths) {
         let s = &mut self.paths[path];
         if s.cwnd < 1.0 {
             s.gate = Some(now + s.rtt.mul_f64(1.0 / s.cwnd));
@@ -497,7 +497,7 @@ mod tests {
         let mut open = [0.0];
         s.open_windows(&paths, &mut open);
         assert!(open[0] > 0.0);
-        s.on_sent(Instant::from_us(2000), 0);
+        s.on_sent(Instant::from_us(2000), 0, &paths);
         paths.set_inflight(0, 0); // acked at once: the gate still holds
         s.open_windows(&paths, &mut open);
         assert_eq!(open[0], 0.0);

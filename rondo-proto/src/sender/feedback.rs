@@ -102,11 +102,7 @@ impl Sender {
                 sample.held =
                     Duration::from_ns(common.timestamp_ns.saturating_sub(fb.rx_timestamp_ns));
                 // Karn's rule (`Core::rtt_sample`).
-                let times = (
-                    fb.echo_timestamp_ns,
-                    fb.rx_timestamp_ns,
-                    common.timestamp_ns,
-                );
+                let times = (fb.echo_timestamp_ns, fb.rx_timestamp_ns);
                 c.rtt_sample(now, path, acked, entry, times, &mut sample);
                 self.count_ack(now, &sample);
             }
@@ -195,7 +191,7 @@ impl Sender {
             });
             sample.held = Duration::from_ns(newest_held.saturating_add(earlier));
             if i == 0 {
-                let times = (block.echo_timestamp_ns, block.rx_timestamp_ns, sent_ns);
+                let times = (block.echo_timestamp_ns, block.rx_timestamp_ns);
                 c.rtt_sample(now, path, acked, entry, times, &mut sample);
             }
             self.count_ack(now, &sample);
@@ -256,9 +252,8 @@ impl Sender {
 impl Core {
     /// The RTT and forward-delay sample of the ACK of `acked` on `path` (its
     /// table entry as the feedback found it), from `times`: the echoed send
-    /// time, the arrival time and the time the receiver sent the ACK (its clock,
-    /// so the difference is how long the ACK was held for coalescing, 0 for a
-    /// per-packet ACK, and is left out of the RTT).
+    /// time and the arrival time. `sample.held`, how long the receiver held the
+    /// ACK for coalescing (0 for a per-packet ACK), is left out of the RTT.
     ///
     /// Karn's rule: an RTT sample only from the ACK of a packet's newest
     /// transmission (while the packet is still in the table; a resent one's
@@ -273,17 +268,17 @@ impl Core {
         path: usize,
         acked: u64,
         entry: Option<SentPacket>,
-        (echo_ns, rx_ns, acked_at_ns): (u64, u64, u64),
+        (echo_ns, rx_ns): (u64, u64),
         sample: &mut AckSample,
     ) {
         let newest = entry.is_none_or(|e| e.sent_at.as_ns() == echo_ns);
         let fresh = self.paths[path]
             .last_sample
             .is_none_or(|last| (echo_ns, acked) > last);
-        let held = Duration::from_ns(acked_at_ns.saturating_sub(rx_ns));
+        // The time the receiver held the ACK is not the path's.
         let Some(rtt) = now
             .checked_since(Instant::from_ns(echo_ns))
-            .map(|r| r.saturating_sub(held))
+            .map(|r| r.saturating_sub(sample.held))
             .filter(|r| newest && fresh && *r > Duration::ZERO)
         else {
             return;

@@ -236,7 +236,7 @@ impl Sender {
         entry.sent_at = now;
         entry.tx_count = entry.tx_count.saturating_add(1);
         c.paths.add_in_flight(path);
-        self.cc.on_sent(now, path);
+        self.cc.on_sent(now, path, &c.paths);
         let p = &mut c.paths[path];
         p.last_sent = Some(now);
         p.counters.data_sent += 1;

@@ -91,10 +91,9 @@ struct ArccPath {
     /// Sum of the interval's RTT samples, picoseconds.
     interval_rtt_sum_ps: u64,
     interval_rtt_samples: u32,
-    /// Sum of the interval's data ACKs' receiver holds, picoseconds, and how
-    /// many (every data ACK counts, holding or not).
+    /// Sum of the interval's data ACKs' receiver holds, picoseconds (over
+    /// `acks_in_interval` of them).
     interval_hold_sum_ps: u64,
-    interval_holds: u32,
     /// H_p: how long the receiver holds a packet before acknowledging it,
     /// microseconds, smoothed as r_p. 0 with an ACK per packet; with coalesced
     /// ACKs the ACK clock runs over T_p + H_p, and so does the pipe.
@@ -112,10 +111,8 @@ struct ArccPath {
     /// Smallest RTT of the current expiry window, and when that window ends.
     window_min: Option<Duration>,
     window_end: Option<Instant>,
-    /// Smoothed RTT of the path (1/8 per sample, as TCP's), queueing included.
-    srtt: Option<Duration>,
     /// With a window W_p below one packet, the path's next send waits until
-    /// srtt / W_p after its last one: one packet in flight for a fraction W_p
+    /// its smoothed RTT / W_p after its last one: one packet in flight for a fraction W_p
     /// of the time, so the path's rate falls as its RTT grows, as a window's does
     /// (issue 12 row 6).
     gate: Option<Instant>,
@@ -131,7 +128,6 @@ impl ArccPath {
             interval_rtt_sum_ps: 0,
             interval_rtt_samples: 0,
             interval_hold_sum_ps: 0,
-            interval_holds: 0,
             hold_us: 0.0,
             sent_in_interval: 0,
             updates: 0,
@@ -142,7 +138,6 @@ impl ArccPath {
             min_rtt: None,
             window_min: None,
             window_end: None,
-            srtt: None,
             gate: None,
         }
     }
@@ -152,10 +147,6 @@ impl ArccPath {
     /// sample replaces it when it exceeds it by more than `grown` (the path's
     /// delay grew: a queue that large ARCC would have drained).
     fn on_rtt(&mut self, now: Instant, rtt: Duration, window_rtts: Option<f64>, grown: Duration) {
-        self.srtt = Some(match self.srtt {
-            Some(s) => Duration::from_ps(s.as_ps() - s.as_ps() / 8 + rtt.as_ps() / 8),
-            None => rtt,
-        });
         let base = *self.min_rtt.get_or_insert(rtt);
         let base = if rtt < base {
             self.min_rtt = Some(rtt);
@@ -219,15 +210,14 @@ impl ArccPath {
                 AlphaWeight::Sample => (1.0 - p.alpha) * self.ack_rate + p.alpha * sample,
             }
         };
-        if self.interval_holds > 0 {
-            let sample = self.interval_hold_sum_ps as f64 / self.interval_holds as f64 / 1e6;
+        if self.acks_in_interval > 0 {
+            let sample = self.interval_hold_sum_ps as f64 / self.acks_in_interval as f64 / 1e6;
             self.hold_us = if self.updates == 0 {
                 sample
             } else {
                 p.alpha * self.hold_us + (1.0 - p.alpha) * sample
             };
             self.interval_hold_sum_ps = 0;
-            self.interval_holds = 0;
         }
         let t_us = base_rtt.as_us_f64();
         let tau_us = p.tau_q.as_us_f64();
@@ -307,6 +297,7 @@ impl ArccPath {
         self.ack_rate = 0.0;
         self.updates = 0;
         self.acks_in_interval = 0;
+        self.interval_hold_sum_ps = 0;
         self.probe_acks_in_interval = 0;
         self.interval_start = now;
         allow.probe_credit = 0;
@@ -608,13 +599,13 @@ impl CongestionControl for Arcc {
         self.allowance[path].window
     }
 
-    fn on_sent(&mut self, now: Instant, path: usize) {
+    fn on_sent(&mut self, now: Instant, path: usize, paths: &Paths) {
         let a = &mut self.paths[path];
         a.sent_in_interval += 1;
         let allow = &mut self.allowance[path];
         let w = allow.packets();
         if w < 1.0 {
-            let rtt = a.srtt.unwrap_or(self.base_rtts[path]);
+            let rtt = paths[path].srtt.unwrap_or(self.base_rtts[path]);
             let gate = now + rtt.mul_f64(1.0 / w);
             a.gate = Some(gate);
             allow.gated = true;
@@ -645,10 +636,6 @@ impl CongestionControl for Arcc {
             self.path_due[ack.path] = Some(due);
             self.next_update = Some(self.next_update.map_or(due, |t| t.min(due)));
         }
-        if !ack.probe {
-            a.interval_hold_sum_ps = a.interval_hold_sum_ps.saturating_add(ack.held.as_ps());
-            a.interval_holds += 1;
-        }
         if ack.probe {
             a.probe_acks_in_interval += 1;
             if !a.probe_absorbed {
@@ -656,6 +643,7 @@ impl CongestionControl for Arcc {
             }
         } else {
             a.acks_in_interval += 1;
+            a.interval_hold_sum_ps = a.interval_hold_sum_ps.saturating_add(ack.held.as_ps());
         }
         if self.probing_until == Some(Instant::MAX) {
             // Startup probing lasts three base RTTs from the first ACK.
