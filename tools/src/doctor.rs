@@ -25,6 +25,10 @@ struct Gid {
     kind: &'static str,
     gid: String,
     ip: String,
+    /// How well it suits a Rondo UD QP (`rondo_verbs::gid_rank`, lower first);
+    /// `None`: never (empty, RoCE v1, unknown).
+    #[serde(skip)]
+    rank: Option<u8>,
 }
 
 /// One port of a device.
@@ -151,6 +155,7 @@ fn devices() -> (Vec<Device>, Option<String>) {
                                     kind: g.kind.name(),
                                     gid: std::net::Ipv6Addr::from(g.gid).to_string(),
                                     ip: g.ip().to_string(),
+                                    rank: rondo_verbs::gid_rank(g.kind.raw(), &g.gid),
                                 })
                                 .collect(),
                         })
@@ -270,15 +275,11 @@ fn suggest(devices: &[Device]) -> Option<Suggestion> {
                 .flat_map(move |p| p.gids.iter().map(move |g| (d, p, g)))
         })
     };
-    let rank = |g: &Gid| match (g.kind, g.ip.contains('.')) {
-        ("RoCE v2", true) => 0,
-        ("RoCE v2", false) => 1,
-        ("IB", _) => 2,
-        _ => 3,
-    };
+    // The rule every caller uses (`rondo_verbs::pick_gid_index`), across ports.
     candidates()
-        .filter(|(_, _, g)| rank(g) < 3)
-        .min_by_key(|(_, _, g)| rank(g))
+        .filter_map(|(d, p, g)| Some((g.rank?, d, p, g)))
+        .min_by_key(|&(rank, ..)| rank)
+        .map(|(_, d, p, g)| (d, p, g))
         .map(|(d, p, g)| Suggestion {
             device: d.name.clone(),
             port: p.port,
@@ -376,6 +377,7 @@ mod tests {
                         kind: "RoCE v2",
                         gid: "::ffff:10.0.0.1".into(),
                         ip: "10.0.0.1".into(),
+                        rank: Some(0),
                     }],
                 }],
             }],
@@ -396,22 +398,36 @@ mod tests {
     #[test]
     fn suggests_the_ipv4_roce_v2_gid_of_an_active_port() {
         let mut r = report();
-        let gid = |index: u32, kind: &'static str, ip: &str| Gid {
-            index,
-            kind,
-            gid: String::new(),
-            ip: ip.into(),
+        // Ranked as the inventory ranks them: by `rondo_verbs::gid_rank`.
+        let gid = |index: u32, kind: u32, ip: &str| {
+            let bytes = match ip.parse::<std::net::IpAddr>().unwrap() {
+                std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
+                std::net::IpAddr::V6(v6) => v6.octets(),
+            };
+            Gid {
+                index,
+                kind: "",
+                gid: String::new(),
+                ip: ip.into(),
+                rank: rondo_verbs::gid_rank(kind, &bytes),
+            }
         };
         r.devices[0].ports[0].gids = vec![
-            gid(0, "RoCE v1", "fe80::1"),
-            gid(1, "RoCE v2", "fe80::1"),
-            gid(2, "RoCE v1", "10.0.0.1"),
-            gid(3, "RoCE v2", "10.0.0.1"),
+            gid(0, 1, "fe80::1"), // RoCE v1
+            gid(1, 2, "fe80::1"),
+            gid(2, 1, "10.0.0.1"),
+            gid(3, 2, "10.0.0.1"),
+            gid(4, 2, "::"), // an empty entry: never
         ];
         let s = suggest(&r.devices).unwrap();
         assert_eq!((s.device.as_str(), s.port, s.gid_index), ("mlx5_0", 1, 3));
         r.devices[0].ports[0].gids.truncate(2);
         assert_eq!(suggest(&r.devices).unwrap().gid_index, 1);
+        r.devices[0].ports[0].gids[1].rank = None;
+        assert_eq!(suggest(&r.devices), None, "RoCE v1 only");
+        r.devices[0].ports[0].gids = vec![gid(4, 2, "::")];
+        assert_eq!(suggest(&r.devices), None, "an empty RoCE v2 entry");
+        r.devices[0].ports[0].gids = vec![gid(1, 2, "fe80::1")];
         r.devices[0].ports[0].state = "DOWN";
         assert_eq!(suggest(&r.devices), None, "only active ports");
     }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{client, Server};
+use common::{client, perf_frame as frame, Server};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -361,15 +361,6 @@ fn bad_arguments_are_refused_with_a_hint() {
     let out = client(1, &["--transport", "raw-udp"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("is `rondo perf server` running there?"));
-}
-
-/// One control frame, as the exchange writes it.
-fn frame(body: &str) -> Vec<u8> {
-    let mut f = b"RPRF".to_vec();
-    f.extend_from_slice(&1u16.to_be_bytes());
-    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    f.extend_from_slice(body.as_bytes());
-    f
 }
 
 fn exchange(port: u16, bytes: &[u8]) -> Vec<u8> {

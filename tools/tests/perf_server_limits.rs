@@ -84,10 +84,7 @@ fn a_slowloris_is_dropped_at_its_message_deadline() {
         "{{\"type\":\"hello\",\"op\":\"write\",\"pad\":\"{}\"}}",
         "x".repeat(100)
     );
-    let mut frame = b"RPRF".to_vec();
-    frame.extend_from_slice(&1u16.to_be_bytes());
-    frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    frame.extend_from_slice(body.as_bytes());
+    let frame = common::perf_frame(&body);
     let mut dropped_after = None;
     for (i, byte) in frame.iter().enumerate().take(40) {
         if s.write_all(&[*byte]).is_err() || closed_by_server(&mut s) {
@@ -219,11 +216,7 @@ fn rondo_hello(op: &str, size: u64, qps: u32) -> Vec<u8> {
     let body = format!(
         r#"{{"type":"hello","op":"{op}","size":{size},"iterations":1,"duration_s":null,"paths":1,"qps":{qps},"transport":"rondo","mtu":4180,"tx_depth":128,"verify_seed":1,"lat":false,"busy_poll":false,"line_gbps":0.0,"reorder_buffer":0,"loss":0.0,"reorder":0.0,"endpoints":[],"regions":[],"udp_paths":[]}}"#
     );
-    let mut f = b"RPRF".to_vec();
-    f.extend_from_slice(&1u16.to_be_bytes());
-    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    f.extend_from_slice(body.as_bytes());
-    f
+    common::perf_frame(&body)
 }
 
 #[test]

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 /// First bytes of every frame.
 pub const MAGIC: [u8; 4] = *b"RPRF";
 /// Version of the exchange this build speaks.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// Largest accepted body.
 pub const MAX_BODY: u32 = 1 << 20;
 /// Bytes before the body: magic, version, length.

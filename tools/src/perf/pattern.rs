@@ -26,65 +26,113 @@ fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Bytes per block: one mix per block (so `--verify` costs little beside the
+/// transfer), its eight words apart by [`LANE`].
+const BLOCK: usize = 64;
+/// The step between the words of a block (odd: the eight differ).
+const LANE: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// The eight words of block `b` of the message with key `key`.
+fn words(key: u64, b: u64) -> impl Iterator<Item = u64> {
+    let h = mix(key ^ b);
+    (0..8).map(move |j| h.wrapping_add(j * LANE))
+}
+
+/// `[offset, offset + len)` split at block boundaries: the bytes before the first
+/// whole block, the whole blocks' bytes, the rest.
+fn split(offset: u64, len: usize) -> (usize, usize) {
+    let head = ((BLOCK as u64 - offset % BLOCK as u64) % BLOCK as u64).min(len as u64) as usize;
+    let whole = (len - head) / BLOCK * BLOCK;
+    (head, whole)
+}
+
 impl Pattern {
     /// The pattern of this seed.
     pub fn new(seed: u64) -> Pattern {
         Pattern { seed }
     }
 
-    /// Key of one message: distinct messages get unrelated words.
+    /// Key of one message: distinct messages get unrelated blocks.
     fn message_key(&self, message: u64) -> u64 {
         mix(self.seed ^ mix(message.wrapping_add(0x9e37_79b9_7f4a_7c15)))
     }
 
-    /// Calls `f(i, chunk)` for the pieces of the pattern's 8-byte words that cover
-    /// `[offset, offset + len)`, in order: `chunk` is the pattern of bytes
-    /// `offset + i ..` (whole words except at the two ends), so callers copy and
-    /// compare a word at a time.
-    fn chunks(&self, message: u64, offset: u64, len: usize, mut f: impl FnMut(usize, &[u8])) {
-        let key = self.message_key(message);
+    /// Calls `f(i, piece)` for the pieces of the pattern's blocks that cover
+    /// `[offset, offset + len)`, in order: `piece` is the pattern of bytes
+    /// `offset + i ..`. The ends of a buffer, and where a mismatch is, go this
+    /// way; the whole blocks between go a word at a time.
+    fn pieces(key: u64, offset: u64, len: usize, mut f: impl FnMut(usize, &[u8])) {
         let mut i = 0;
         while i < len {
             let at = offset + i as u64;
-            let word = mix(key ^ (at / 8)).to_le_bytes();
-            let first = (at % 8) as usize;
-            let n = (8 - first).min(len - i);
-            f(i, &word[first..first + n]);
+            let mut bytes = [0u8; BLOCK];
+            for (w, word) in bytes.chunks_exact_mut(8).zip(words(key, at / BLOCK as u64)) {
+                w.copy_from_slice(&word.to_le_bytes());
+            }
+            let first = (at % BLOCK as u64) as usize;
+            let n = (BLOCK - first).min(len - i);
+            f(i, &bytes[first..first + n]);
             i += n;
         }
     }
 
     /// Writes the pattern of `message` from byte `offset` into `buf`.
     pub fn fill(&self, message: u64, offset: u64, buf: &mut [u8]) {
-        let len = buf.len();
-        self.chunks(message, offset, len, |i, c| match <[u8; 8]>::try_from(c) {
-            // A fixed-size copy compiles to one store, not a `memcpy` call.
-            Ok(w) => buf[i..i + 8].copy_from_slice(&w),
-            Err(_) => buf[i..i + c.len()].copy_from_slice(c),
-        });
+        let key = self.message_key(message);
+        let (head, whole) = split(offset, buf.len());
+        let fill_piece = |buf: &mut [u8], at: u64| {
+            Self::pieces(key, at, buf.len(), |i, piece| {
+                buf[i..i + piece.len()].copy_from_slice(piece)
+            })
+        };
+        let (first, rest) = buf.split_at_mut(head);
+        fill_piece(first, offset);
+        let (mid, tail) = rest.split_at_mut(whole);
+        let b0 = (offset + head as u64) / BLOCK as u64;
+        for (b, block) in (b0..).zip(mid.chunks_exact_mut(BLOCK)) {
+            for (w, word) in block.chunks_exact_mut(8).zip(words(key, b)) {
+                w.copy_from_slice(&word.to_le_bytes());
+            }
+        }
+        fill_piece(tail, offset + (head + whole) as u64);
     }
 
     /// Checks `buf` against the pattern of `message` from byte `offset`.
     pub fn check(&self, message: u64, offset: u64, buf: &[u8]) -> Result<(), Mismatch> {
-        let mut first = None;
-        self.chunks(message, offset, buf.len(), |i, c| {
-            let got = &buf[i..i + c.len()];
-            // Whole words compare as integers (a slice comparison is a `memcmp`
-            // call per word).
-            let same = match (<[u8; 8]>::try_from(got), <[u8; 8]>::try_from(c)) {
-                (Ok(g), Ok(w)) => u64::from_ne_bytes(g) == u64::from_ne_bytes(w),
-                _ => got == c,
-            };
-            if first.is_none() && !same {
-                let k = (0..c.len()).find(|&k| got[k] != c[k]).unwrap_or(0);
-                first = Some(Mismatch {
-                    offset: offset + (i + k) as u64,
-                    expected: c[k],
-                    found: got[k],
+        let key = self.message_key(message);
+        // The first difference within `got`, which starts at message byte `at`.
+        let find = |got: &[u8], at: u64| {
+            let mut first = None;
+            Self::pieces(key, at, got.len(), |i, piece| {
+                let k = (0..piece.len()).find(|&k| got[i + k] != piece[k]);
+                if let (None, Some(k)) = (first, k) {
+                    first = Some(Mismatch {
+                        offset: at + (i + k) as u64,
+                        expected: piece[k],
+                        found: got[i + k],
+                    });
+                }
+            });
+            first.map_or(Ok(()), Err)
+        };
+        let (head, whole) = split(offset, buf.len());
+        find(&buf[..head], offset)?;
+        let b0 = (offset + head as u64) / BLOCK as u64;
+        let mid = &buf[head..head + whole];
+        for (n, (b, block)) in (b0..).zip(mid.chunks_exact(BLOCK)).enumerate() {
+            // XORs of whole words, no branch per word.
+            let diff = block
+                .chunks_exact(8)
+                .zip(words(key, b))
+                .fold(0, |d, (w, word)| {
+                    d | (u64::from_le_bytes(w.try_into().expect("8 bytes")) ^ word)
                 });
+            if diff != 0 {
+                let at = head + n * BLOCK;
+                return find(&buf[at..at + BLOCK], offset + at as u64);
             }
-        });
-        first.map_or(Ok(()), Err)
+        }
+        find(&buf[head + whole..], offset + (head + whole) as u64)
     }
 }
 
@@ -97,7 +145,15 @@ mod tests {
         let p = Pattern::new(7);
         let mut whole = vec![0u8; 1000];
         p.fill(3, 0, &mut whole);
-        for (start, end) in [(0, 1), (5, 13), (8, 16), (999, 1000), (1, 999)] {
+        for (start, end) in [
+            (0, 1),
+            (5, 13),
+            (8, 16),
+            (60, 200),
+            (64, 128),
+            (999, 1000),
+            (1, 999),
+        ] {
             let mut piece = vec![0u8; end - start];
             p.fill(3, start as u64, &mut piece);
             assert_eq!(piece, whole[start..end], "piece {start}..{end}");
@@ -120,5 +176,28 @@ mod tests {
         let m = Pattern::new(1).check(0, 0, &a).unwrap_err();
         assert_eq!(m.offset, 17);
         assert_eq!(m.found ^ m.expected, 0x40);
+    }
+
+    #[test]
+    fn words_moved_within_a_block_or_between_messages_are_found() {
+        let p = Pattern::new(5);
+        let mut a = vec![0u8; 256];
+        p.fill(9, 0, &mut a);
+        // The eight words of every block differ from each other.
+        for block in a.chunks_exact(64) {
+            let words: std::collections::BTreeSet<&[u8]> = block.chunks_exact(8).collect();
+            assert_eq!(words.len(), 8);
+        }
+        // Two words of one block swapped: found at the first of them.
+        let mut swapped = a.clone();
+        swapped[72..80].copy_from_slice(&a[88..96]);
+        swapped[88..96].copy_from_slice(&a[72..80]);
+        assert_eq!(p.check(9, 0, &swapped).unwrap_err().offset / 8, 9);
+        // A block of the next message in its place.
+        let mut other = vec![0u8; 64];
+        p.fill(10, 128, &mut other);
+        let mut mixed = a.clone();
+        mixed[128..192].copy_from_slice(&other);
+        assert!(p.check(9, 0, &mixed).unwrap_err().offset >= 128);
     }
 }

@@ -10,6 +10,20 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 
+/// The perf exchange's version (`perf::exchange::VERSION`; 2 since the
+/// `--verify` pattern changed).
+pub const PERF_VERSION: u16 = 2;
+
+/// One perf control frame with JSON `body`, as the exchange writes it: `RPRF`,
+/// the version, the body's length, the body.
+pub fn perf_frame(body: &str) -> Vec<u8> {
+    let mut f = b"RPRF".to_vec();
+    f.extend_from_slice(&PERF_VERSION.to_be_bytes());
+    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    f.extend_from_slice(body.as_bytes());
+    f
+}
+
 /// `rondo` with `args`, run to completion.
 pub fn rondo(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rondo"))
