@@ -35,7 +35,7 @@ const LANE: u64 = 0x9e37_79b9_7f4a_7c15;
 /// The eight words of block `b` of the message with key `key`.
 fn words(key: u64, b: u64) -> impl Iterator<Item = u64> {
     let h = mix(key ^ b);
-    (0..8).map(move |j| h.wrapping_add(j * LANE))
+    (0..8).map(move |j: u64| h.wrapping_add(j.wrapping_mul(LANE)))
 }
 
 /// `[offset, offset + len)` split at block boundaries: the bytes before the first
