@@ -18,6 +18,47 @@ pub struct UnsentSet {
     words: VecDeque<u64>,
 }
 
+/// `SELECT_IN_BYTE[v][r]`: the position of the `r`-th lowest set bit of byte `v`
+/// (0 where `v` has no such bit).
+const SELECT_IN_BYTE: [[u8; 8]; 256] = {
+    let mut t = [[0u8; 8]; 256];
+    let mut v = 0;
+    while v < 256 {
+        let (mut r, mut bit) = (0, 0);
+        while bit < 8 {
+            if v & (1 << bit) != 0 {
+                t[v][r] = bit as u8;
+                r += 1;
+            }
+            bit += 1;
+        }
+        v += 1;
+    }
+    t
+};
+
+/// The position of the `n`-th lowest set bit of `x` (`n` from 0, below
+/// `x.count_ones()`), in the same few steps for any `n` (the skip scheduler asks
+/// for the (skip + 1)-th unsent PSN, skips of tens of packets): the bytes' bit
+/// counts, summed by one multiplication, find the byte; a table the bit in it.
+fn nth_set_bit(x: u64, n: u32) -> u32 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    debug_assert!(n < x.count_ones());
+    let c = x - ((x >> 1) & 0x5555_5555_5555_5555);
+    let c = (c & 0x3333_3333_3333_3333) + ((c >> 2) & 0x3333_3333_3333_3333);
+    let c = (c + (c >> 4)) & 0x0f0f_0f0f_0f0f_0f0f;
+    // Byte i: the set bits of bytes 0..=i (at most 64, so no carry between bytes).
+    let upto = c.wrapping_mul(ONES);
+    // Bit 7 of byte i is set where `upto` exceeds n (each byte, 0x80 plus at most
+    // 64, stays above n + 1: no borrow between bytes).
+    let above = ((upto | HIGH) - u64::from(n + 1) * ONES) & HIGH;
+    let byte = above.trailing_zeros() / 8;
+    let before = ((upto << 8) >> (8 * byte)) & 0xff;
+    let v = (x >> (8 * byte)) & 0xff;
+    8 * byte + u32::from(SELECT_IN_BYTE[v as usize][(u64::from(n) - before) as usize])
+}
+
 impl UnsentSet {
     /// An empty set starting at absolute PSN `start`.
     pub fn new(start: u64) -> UnsentSet {
@@ -94,13 +135,11 @@ impl UnsentSet {
             } else {
                 ((1u64 << span) - 1) << bit
             };
-            let mut holes = !self.words[w] & mask;
+            let holes = !self.words[w] & mask;
             let count = holes.count_ones() as u64;
             if seen + count >= k {
-                for _ in 0..(k - seen - 1) {
-                    holes &= holes - 1; // drop the lowest hole
-                }
-                return Some(self.base + 64 * w as u64 + holes.trailing_zeros() as u64);
+                let bit = nth_set_bit(holes, (k - seen - 1) as u32);
+                return Some(self.base + 64 * w as u64 + u64::from(bit));
             }
             if count > 0 {
                 last_hole = Some(self.base + 64 * w as u64 + (63 - holes.leading_zeros() as u64));
@@ -121,6 +160,15 @@ impl UnsentSet {
     /// Marks `psn` (which must be unsent and below `end`) as sent.
     pub fn mark_sent(&mut self, psn: u64) {
         debug_assert!(psn >= self.low && psn < self.end);
+        if psn == self.low && psn == self.frontier {
+            // In order, nothing sent beyond it: everything below the new lowest is
+            // sent, and no bit below the lowest unsent PSN is ever read.
+            self.words.clear();
+            self.low = psn + 1;
+            self.frontier = psn + 1;
+            self.base = self.low & !63;
+            return;
+        }
         if psn >= self.frontier {
             let need_words = ((psn - self.base) / 64 + 1) as usize;
             while self.words.len() < need_words {
@@ -199,6 +247,24 @@ mod tests {
                     model.remove(&psn);
                 }
                 prop_assert_eq!(s.lowest(), model.iter().next().copied());
+            }
+        }
+    }
+
+    #[test]
+    fn nth_set_bit_agrees_with_dropping_the_lowest_bits() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let words = (0..2000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        });
+        for w in words.chain([u64::MAX, 1, 1 << 63, 0x8000_0000_0000_0001, 0xff00]) {
+            let mut rest = w;
+            for n in 0..w.count_ones() {
+                assert_eq!(nth_set_bit(w, n), rest.trailing_zeros(), "{w:#x} n {n}");
+                rest &= rest - 1;
             }
         }
     }
