@@ -2,7 +2,7 @@
 //! packet more per window of ACKs, halved at most once per RTT on a loss or a
 //! "buffer full" NAK, back to the initial window on a timeout.
 
-use super::{AckSample, CongestionControl, FlowView, Tick};
+use super::{AckSample, CongestionControl};
 use crate::config::FlowConfig;
 use crate::path::Paths;
 use crate::time::{Duration, Instant};
@@ -111,22 +111,11 @@ impl CongestionControl for Aimd {
         self.window = self.initial_window;
         self.last_cut = Some(now);
     }
-
-    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-
-    fn on_tick(&mut self, _now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
-        Tick::default()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::path::PathState;
 
     fn setup(paths: u16) -> (Aimd, Paths) {
         let cfg = FlowConfig {
@@ -134,12 +123,7 @@ mod tests {
             initial_window: 1.0,
             ..FlowConfig::default()
         };
-        let states = Paths::from_states(
-            (0..usize::from(paths))
-                .map(|i| PathState::new(&cfg, i))
-                .collect(),
-        );
-        (Aimd::new(&cfg), states)
+        (Aimd::new(&cfg), Paths::new(&cfg))
     }
 
     fn ack(a: &mut Aimd, paths: &Paths, n: u32) {

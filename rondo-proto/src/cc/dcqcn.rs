@@ -271,13 +271,7 @@ impl CongestionControl for Dcqcn {
 
     fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &Paths) {}
 
-    fn on_receiver_full(&mut self, _now: Instant, _paths: &Paths) -> bool {
-        false
-    }
-
     fn on_rto(&mut self, _now: Instant, _paths: &Paths) {}
-
-    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
 
     fn poll_timeout(&self) -> Option<Instant> {
         match (self.alpha_next, self.increase_next) {

@@ -160,16 +160,23 @@ pub trait CongestionControl {
     /// path failure, not by early recovery).
     fn on_loss(&mut self, now: Instant, path: usize, by_timeout: bool, paths: &Paths);
     /// The receiver's reorder buffer refused a packet for lack of room. Returns
-    /// whether the windows were cut.
-    fn on_receiver_full(&mut self, now: Instant, paths: &Paths) -> bool;
+    /// whether the windows were cut (default: not).
+    fn on_receiver_full(&mut self, _now: Instant, _paths: &Paths) -> bool {
+        false
+    }
     /// The retransmission timer fired.
     fn on_rto(&mut self, now: Instant, paths: &Paths);
-    /// Path `path` came back into rotation.
-    fn on_path_up(&mut self, now: Instant, path: usize, paths: &Paths);
-    /// The next tick the controller wants, if any.
-    fn poll_timeout(&self) -> Option<Instant>;
-    /// Runs the controller's timers due at `now`.
-    fn on_tick(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> Tick;
+    /// Path `path` came back into rotation (default: nothing to restart).
+    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
+    /// The next tick the controller wants, if any (default: none, a controller
+    /// without timers).
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+    /// Runs the controller's timers due at `now` (default: none).
+    fn on_tick(&mut self, _now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
+        Tick::default()
+    }
 }
 
 /// The open windows of a controller that keeps one allowance for the whole flow:

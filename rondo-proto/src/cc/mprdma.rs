@@ -2,7 +2,7 @@
 //! one ECN-driven window in packets for all the flow's paths, and sends granted
 //! per path by the ACKs that return on it, with out-of-order-aware pruning.
 
-use super::{AckSample, CongestionControl, FlowView, Tick};
+use super::{AckSample, CongestionControl};
 use crate::config::FlowConfig;
 use crate::path::{PathStatus, Paths};
 use crate::rng::Rng;
@@ -177,32 +177,17 @@ impl CongestionControl for Mprdma {
 
     fn on_loss(&mut self, _now: Instant, _path: usize, _by_timeout: bool, _paths: &Paths) {}
 
-    fn on_receiver_full(&mut self, _now: Instant, _paths: &Paths) -> bool {
-        false
-    }
-
     fn on_rto(&mut self, _now: Instant, _paths: &Paths) {
         self.cwnd = (self.cwnd / 2.0).max(self.min_window);
         self.slow_start = false;
         self.clocked = false;
         self.credits.iter_mut().for_each(|c| *c = 0.0);
     }
-
-    fn on_path_up(&mut self, _now: Instant, _path: usize, _paths: &Paths) {}
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        None
-    }
-
-    fn on_tick(&mut self, _now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
-        Tick::default()
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::path::PathState;
 
     fn setup(paths: u16) -> (Mprdma, Paths) {
         let cfg = FlowConfig {
@@ -210,12 +195,7 @@ mod tests {
             initial_window: 1.0,
             ..FlowConfig::default()
         };
-        let states = Paths::from_states(
-            (0..usize::from(paths))
-                .map(|i| PathState::new(&cfg, i))
-                .collect(),
-        );
-        (Mprdma::new(&cfg), states)
+        (Mprdma::new(&cfg), Paths::new(&cfg))
     }
 
     fn sample(path: usize, psn: u64, ecn: bool) -> AckSample {
