@@ -279,8 +279,7 @@ fn suggest(devices: &[Device]) -> Option<Suggestion> {
     candidates()
         .filter_map(|(d, p, g)| Some((g.rank?, d, p, g)))
         .min_by_key(|&(rank, ..)| rank)
-        .map(|(_, d, p, g)| (d, p, g))
-        .map(|(d, p, g)| Suggestion {
+        .map(|(_, d, p, g)| Suggestion {
             device: d.name.clone(),
             port: p.port,
             gid_index: g.index,

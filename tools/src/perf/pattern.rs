@@ -38,6 +38,13 @@ fn words(key: u64, b: u64) -> impl Iterator<Item = u64> {
     (0..8).map(move |j: u64| h.wrapping_add(j.wrapping_mul(LANE)))
 }
 
+/// Writes block `b` of the message with key `key` into `out` (64 bytes).
+fn write_block(key: u64, b: u64, out: &mut [u8]) {
+    for (w, word) in out.chunks_exact_mut(8).zip(words(key, b)) {
+        w.copy_from_slice(&word.to_le_bytes());
+    }
+}
+
 /// `[offset, offset + len)` split at block boundaries: the bytes before the first
 /// whole block, the whole blocks' bytes, the rest.
 fn split(offset: u64, len: usize) -> (usize, usize) {
@@ -66,9 +73,7 @@ impl Pattern {
         while i < len {
             let at = offset + i as u64;
             let mut bytes = [0u8; BLOCK];
-            for (w, word) in bytes.chunks_exact_mut(8).zip(words(key, at / BLOCK as u64)) {
-                w.copy_from_slice(&word.to_le_bytes());
-            }
+            write_block(key, at / BLOCK as u64, &mut bytes);
             let first = (at % BLOCK as u64) as usize;
             let n = (BLOCK - first).min(len - i);
             f(i, &bytes[first..first + n]);
@@ -90,9 +95,7 @@ impl Pattern {
         let (mid, tail) = rest.split_at_mut(whole);
         let b0 = (offset + head as u64) / BLOCK as u64;
         for (b, block) in (b0..).zip(mid.chunks_exact_mut(BLOCK)) {
-            for (w, word) in block.chunks_exact_mut(8).zip(words(key, b)) {
-                w.copy_from_slice(&word.to_le_bytes());
-            }
+            write_block(key, b, block);
         }
         fill_piece(tail, offset + (head + whole) as u64);
     }
