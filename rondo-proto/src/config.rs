@@ -176,6 +176,16 @@ pub struct FlowConfig {
     pub min_window: f64,
     /// Capacity probing on or off (paper §4.2.2).
     pub probing: bool,
+    /// When set, the data that probe ACKs buy is paced per path: while a probing
+    /// phase lasts, and for one base RTT after the update that folds its probe
+    /// ACKs into a window, a path with more than this many packets of open
+    /// window waits T_p / (1.25 W_p) after each send, so a window that jumps by
+    /// the capacity probing found is filled at 1.25 times the path's new rate
+    /// instead of at the flow pacer's (which the other paths' windows share).
+    /// `None` (default, the paper): probe-bought packets go as fast as the flow
+    /// pacer lets them, and a long path's jump queues at its bottleneck
+    /// (docs/engine.md, issue 12 row 3).
+    pub probe_pacing_burst: Option<f64>,
     /// Length of a probing phase in base RTTs (3).
     pub probe_duration_rtts: f64,
     /// Consecutive updates with everything older than one base RTT acknowledged
@@ -290,6 +300,7 @@ impl Default for FlowConfig {
             initial_window: 1.0,
             min_window: 1.0,
             probing: true,
+            probe_pacing_burst: None,
             probe_duration_rtts: 3.0,
             probe_trigger_updates: 5,
             path_selection: PathSelection::Deficit,
@@ -430,6 +441,13 @@ impl FlowConfig {
             "base_rtt_window_rtts",
             format!("{:?}", self.base_rtt_window_rtts),
             "> 0, or None",
+        )?;
+        check(
+            self.probe_pacing_burst
+                .is_none_or(|x| x.is_finite() && x >= 0.0),
+            "probe_pacing_burst",
+            format!("{:?}", self.probe_pacing_burst),
+            ">= 0 packets, or None",
         )?;
         check(
             self.queue_rounding_packets.is_finite() && self.queue_rounding_packets >= 0.0,

@@ -763,6 +763,7 @@ impl TransportSpec {
             c.update_interval_rtts = x;
         }
         c.base_rtt_window_rtts = self.base_rtt_window_rtts;
+        c.probe_pacing_burst = self.probe_pacing_burst_packets;
         c.receiver_span = self.receiver_span;
         if let Some(x) = self.dcqcn_rai {
             c.dcqcn.rai = x;

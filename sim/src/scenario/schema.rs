@@ -294,6 +294,10 @@ pub struct TransportSpec {
     pub scheduler: bool,
     /// Capacity probing (paper §4.2.2).
     pub probing: bool,
+    /// Rondo paces what probe ACKs buy beyond this many packets of a path's open
+    /// window at 1.25 W_p / T_p (default: not paced, the paper's rule;
+    /// `rondo_proto::FlowConfig::probe_pacing_burst`).
+    pub probe_pacing_burst_packets: Option<f64>,
     /// Logical paths per flow (default: as many as equal-cost paths).
     pub paths: Option<u16>,
     /// `deficit` or `random`.
@@ -435,6 +439,7 @@ impl Default for TransportSpec {
             reorder_buffer_kb: 1200.0,
             scheduler: true,
             probing: true,
+            probe_pacing_burst_packets: None,
             paths: None,
             path_selection: PathSelectionSpec::Deficit,
             pacing: true,

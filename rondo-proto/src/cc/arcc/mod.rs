@@ -10,6 +10,12 @@ use crate::wire::NakReason;
 /// Shortest ARCC update interval, whatever the RTT samples say.
 const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
 
+/// How much faster than its window's rate W_p / T_p a path fills a window that
+/// probe ACKs opened, with `FlowConfig::probe_pacing_burst` (Linux paces TCP at
+/// 1.2 cwnd / srtt in congestion avoidance for the same reason: a little above
+/// the rate, so the pacer never holds the window back, without a burst).
+const PROBE_PACING_GAIN: f64 = 1.25;
+
 /// What one ARCC update saw and decided (for tests and traces).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ArccUpdate {
@@ -49,8 +55,7 @@ struct Allowance {
     window: f64,
     /// Extra data packets allowed by probe ACKs before the next update (§4.2.2).
     probe_credit: u32,
-    /// A window below one packet holds the path shut after each send until its
-    /// gate opens ([`ArccPath::gate`]).
+    /// The path is shut after a send until its gate opens ([`ArccPath::gate`]).
     gated: bool,
 }
 
@@ -114,8 +119,13 @@ struct ArccPath {
     /// With a window W_p below one packet, the path's next send waits until
     /// its smoothed RTT / W_p after its last one: one packet in flight for a fraction W_p
     /// of the time, so the path's rate falls as its RTT grows, as a window's does
-    /// (issue 12 row 6).
+    /// (issue 12 row 6). Also the spacing of packets that probe ACKs bought
+    /// (`FlowConfig::probe_pacing_burst`).
     gate: Option<Instant>,
+    /// Until then the path fills what probe ACKs bought it paced
+    /// (`FlowConfig::probe_pacing_burst`): one base RTT after the update that
+    /// folded probe ACKs into its window.
+    converting_until: Option<Instant>,
 }
 
 impl ArccPath {
@@ -139,6 +149,7 @@ impl ArccPath {
             window_min: None,
             window_end: None,
             gate: None,
+            converting_until: None,
         }
     }
 
@@ -277,6 +288,7 @@ impl ArccPath {
         self.updates += 1;
         if self.probe_acks_in_interval > 0 {
             self.probe_absorbed = true;
+            self.converting_until = Some(now + base_rtt);
         }
         self.acks_in_interval = 0;
         self.probe_acks_in_interval = 0;
@@ -304,6 +316,7 @@ impl ArccPath {
         self.probe_absorbed = false;
         allow.gated = false;
         self.gate = None;
+        self.converting_until = None;
     }
 }
 
@@ -346,6 +359,7 @@ pub struct Arcc {
     base_rtt_window_rtts: Option<f64>,
     pacing: bool,
     probing_enabled: bool,
+    probe_pacing_burst: Option<f64>,
     probe_duration_rtts: f64,
     probe_trigger_updates: u32,
     paths: Vec<ArccPath>,
@@ -403,6 +417,7 @@ impl Arcc {
             base_rtt_window_rtts: cfg.base_rtt_window_rtts,
             pacing: cfg.pacing,
             probing_enabled: cfg.probing,
+            probe_pacing_burst: cfg.probe_pacing_burst,
             probe_duration_rtts: cfg.probe_duration_rtts,
             probe_trigger_updates: cfg.probe_trigger_updates,
             paths: (0..paths.len()).map(|_| ArccPath::new(q0, now)).collect(),
@@ -600,13 +615,23 @@ impl CongestionControl for Arcc {
     }
 
     fn on_sent(&mut self, now: Instant, path: usize, paths: &Paths) {
+        let probing = self.probing(now);
         let a = &mut self.paths[path];
         a.sent_in_interval += 1;
         let allow = &mut self.allowance[path];
         let w = allow.packets();
-        if w < 1.0 {
+        let wait = if w < 1.0 {
             let rtt = paths[path].srtt.unwrap_or(self.base_rtts[path]);
-            let gate = now + rtt.mul_f64(1.0 / w);
+            Some(rtt.mul_f64(1.0 / w))
+        } else {
+            // Probe-bought packets beyond the burst go at 1.25 W_p / T_p.
+            let converting = probing || a.converting_until.is_some_and(|t| now < t);
+            self.probe_pacing_burst
+                .filter(|&burst| converting && allow.open(paths.inflight(path)) > burst)
+                .map(|_| self.base_rtts[path].mul_f64(1.0 / (w * PROBE_PACING_GAIN)))
+        };
+        if let Some(wait) = wait {
+            let gate = now + wait;
             a.gate = Some(gate);
             allow.gated = true;
             self.next_gate = Some(self.next_gate.map_or(gate, |t| t.min(gate)));

@@ -270,3 +270,46 @@ fn the_pipe_covers_the_time_the_receiver_holds_its_acks() {
         assert!((w.window - (pipe + 1.5)).abs() < 1e-9, "{}", w.window);
     }
 }
+
+#[test]
+fn probe_bought_packets_go_at_a_quarter_above_the_paths_new_rate() {
+    let probe = |path| AckSample {
+        probe: true,
+        rtt: Some(Duration::from_us(40)),
+        ..AckSample::data(path, 0, false)
+    };
+    let run = |burst: Option<f64>| {
+        let cfg = FlowConfig {
+            paths: 1,
+            probe_pacing_burst: burst,
+            ..FlowConfig::default()
+        };
+        let mut paths = Paths::new(&cfg);
+        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+        // 41 probe ACKs in the first 20 us interval of a 40 us path: the update
+        // folds them into a window of about 84 packets (r T + q).
+        for k in 0..41 {
+            a.on_ack(Instant::from_ns(20_000 + k * 400), &probe(0), &paths);
+        }
+        let due = a.path_due[0].unwrap();
+        paths.set_inflight(0, 30);
+        assert!(a.on_tick(due, &paths, &crate::cc::Backlogged).updated);
+        let w = a.window(0);
+        assert!(w > 80.0, "{w}");
+        // The next send leaves 53 packets of open window.
+        paths.set_inflight(0, 31);
+        a.on_sent(due, 0, &paths);
+        (a.any_open(&paths), a.paths[0].gate, w)
+    };
+    // The paper's rule: the open window goes out as fast as the flow pacer lets it.
+    let (open, gate, _) = run(None);
+    assert!(open);
+    assert_eq!(gate, None);
+    // Paced: the path waits T / (1.25 W) after the send.
+    let (open, gate, w) = run(Some(4.0));
+    assert!(!open);
+    let due = Instant::from_ns(20_000) + Duration::from_us(20);
+    let wait = gate.unwrap().saturating_since(due).as_us_f64();
+    let want = 40.0 / (1.25 * w);
+    assert!((wait - want).abs() < 0.01, "{wait} against {want}");
+}
