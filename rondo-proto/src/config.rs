@@ -193,6 +193,14 @@ pub struct FlowConfig {
     pub probe_trigger_updates: u32,
     /// Path selection (deficit, or random spraying for ablation).
     pub path_selection: PathSelection,
+    /// Packets in a row the deficit selector gives one path while its window
+    /// stays open, its deficits kept as if it had chosen each one (1, the
+    /// default: the paper's packet-by-packet spreading). A host stack's datapath
+    /// sends and receives each path's packets in per-path batches, so runs of
+    /// consecutive PSNs per path arrive in order where packet-by-packet
+    /// spreading arrives as interleaved batches (the UDP host profile:
+    /// `rondo_ud::HostProfile`).
+    pub path_burst: u32,
     /// Packet scheduler on or off (paper §4.3).
     pub scheduler: bool,
     /// Count the other paths' upcoming transmissions from their phase (last send
@@ -311,6 +319,7 @@ impl Default for FlowConfig {
             delay_gain: 0.125,
             pacing: true,
             pacing_burst: 1,
+            path_burst: 1,
             early_recovery_threshold: 4,
             early_recovery: EarlyRecovery::GapAndRtt,
             rto_min: Duration::from_us(500),
@@ -527,6 +536,12 @@ impl FlowConfig {
         check(self.rto_min > Duration::ZERO, "rto_min", "0", "> 0")?;
         check(self.retry_limit > 0, "retry_limit", 0, ">= 1")?;
         check(self.pacing_burst > 0, "pacing_burst", 0, ">= 1")?;
+        check(
+            (1..=1024).contains(&self.path_burst),
+            "path_burst",
+            self.path_burst,
+            "1 to 1024 packets",
+        )?;
         check(self.path_down_losses > 0, "path_down_losses", 0, ">= 1")?;
         check(
             self.down_probe_interval > Duration::ZERO,

@@ -13,6 +13,7 @@
 //! | capacity probing | on | off | off |
 //! | forward-delay tolerance of the scheduler's start | 2 us | 300 us | 300 us |
 //! | ACKs | one per data packet | one per path and receive round (64 packets, 0 us) | the same |
+//! | packets in a row per path (deficit selector) | 1 | 64 | 1 |
 //!
 //! What each value rests on (measurements in `docs/udp.md`, `docs/verbs.md`,
 //! `docs/perf.md` and `docs/ibverbs.md`):
@@ -77,6 +78,23 @@
 //!   and 0.484 -> 0.435, goodput 8.99 -> 10.6 and 5.86 -> 6.46 Gb/s (medians).
 //!   The verbs datapath runs in the same kind of rounds (completion polls of 64);
 //!   not measured on a NIC.
+//! - **64 packets in a row per path** (`FlowConfig::path_burst`; the deficit
+//!   selector keeps its shares over the runs): the UDP datapath queues, sends
+//!   (`sendmmsg`, GSO trains) and receives (`recvmmsg`) each path's datagrams in
+//!   batches of 64 (`UdpConfig::batch`), one system call per path and round.
+//!   Spread packet by packet over four paths, a round's packets make four
+//!   small batches; in runs of 64, one or two full ones: under `strace -c` the
+//!   client sent 36.8 data packets per `sendmmsg` against 15.5 (4 KiB WRITEs).
+//!   Loopback reorders about as much
+//!   either way (NIC-level OOD averaging 27-28 against 19-23 at 4 KiB, 54-105
+//!   against 83-102 at 64 KiB). `rondo perf client 127.0.0.1 -p PORT
+//!   --transport rondo -s SIZE -D 3 --auth none --json`, each build against its
+//!   own server, five alternating rounds with `raw-udp` in each (docs/perf.md):
+//!   at 4 KiB 17.3 -> 26.8 Gb/s (medians), 0.33 -> 0.51 of `raw-udp`; at 64 KiB
+//!   34.1 -> 39.2, 0.70 -> 0.79. Runs of 8, 16 and 32 gave 20-22 Gb/s at 4 KiB,
+//!   128-1024 gave 18-22 (runs longer than a batch end mid-batch). A NIC
+//!   interleaves the paths in the fabric, where the paper's packet-by-packet
+//!   spreading is what keeps queues even, so the NIC profile keeps 1.
 //!
 //! The two presets merged here disagreed: the datapath's own (`udp::flow_config`,
 //! the verbs datapath's) had a 1 ms base RTT, a 2 ms RTO floor, 30 retries and the
@@ -87,6 +105,8 @@
 
 use rondo_proto::time::Duration;
 use rondo_proto::{AckCoalesce, FlowConfig};
+
+const PATH_BURST: u32 = 64;
 
 /// The engine settings a datapath needs, applied over the paper's
 /// (`FlowConfig::default()`); the module documentation says why each value.
@@ -110,6 +130,8 @@ pub struct HostProfile {
     pub delay_stable_tolerance: Duration,
     /// How the receiver coalesces ACKs.
     pub ack_coalesce: AckCoalesce,
+    /// Packets in a row the deficit selector gives one path.
+    pub path_burst: u32,
 }
 
 impl HostProfile {
@@ -126,11 +148,13 @@ impl HostProfile {
             packets: 64,
             delay: Duration::ZERO,
         },
+        path_burst: PATH_BURST,
     };
 
     /// Over a NIC: the ibverbs UD datapath (`verbs`, cargo feature `verbs`).
     pub const NIC: HostProfile = HostProfile {
         early_recovery_threshold: 4,
+        path_burst: 1,
         ..HostProfile::HOST_STACK
     };
 
@@ -155,6 +179,7 @@ impl HostProfile {
             probing: self.probing,
             delay_stable_tolerance: self.delay_stable_tolerance,
             ack_coalesce: Some(self.ack_coalesce),
+            path_burst: self.path_burst,
             ..cfg
         }
     }
@@ -179,6 +204,7 @@ mod tests {
         assert_eq!(c.delay_stable_tolerance, Duration::from_us(300));
         let acks = c.ack_coalesce.unwrap();
         assert_eq!((acks.packets, acks.delay), (64, Duration::ZERO));
+        assert_eq!(c.path_burst, 64);
         let paper = FlowConfig::default();
         assert_eq!(
             (c.mtu, c.q0, c.scheduler),
@@ -187,12 +213,13 @@ mod tests {
     }
 
     #[test]
-    fn the_nic_profile_differs_from_the_host_stack_only_in_early_recovery() {
+    fn the_nic_profile_differs_from_the_host_stack_in_early_recovery_and_path_bursts() {
         let (h, n) = (HostProfile::HOST_STACK, HostProfile::NIC);
-        assert_eq!(n.early_recovery_threshold, 4);
+        assert_eq!((n.early_recovery_threshold, n.path_burst), (4, 1));
         assert_eq!(
             HostProfile {
                 early_recovery_threshold: h.early_recovery_threshold,
+                path_burst: h.path_burst,
                 ..n
             },
             h
@@ -202,7 +229,10 @@ mod tests {
             mtu: 4096,
             ..FlowConfig::default()
         });
-        assert_eq!((c.mtu, c.early_recovery_threshold), (4096, 4));
+        assert_eq!(
+            (c.mtu, c.early_recovery_threshold, c.path_burst),
+            (4096, 4, 1)
+        );
         assert_eq!(c.base_rtt.map(|b| b.len()), Some(2));
     }
 }

@@ -23,9 +23,10 @@ fn sender(cfg: &FlowConfig, now: Instant, paths: &Paths) -> Parts {
     Parts {
         cc: AnyCc::Arcc(Arcc::new(cfg, now, paths)),
         selector: match cfg.path_selection {
-            PathSelection::Deficit => {
-                AnyPathSelector::Deficit(DeficitSelector::new(usize::from(cfg.paths)))
-            }
+            PathSelection::Deficit => AnyPathSelector::Deficit(DeficitSelector::with_burst(
+                usize::from(cfg.paths),
+                cfg.path_burst,
+            )),
             PathSelection::Random => AnyPathSelector::Random(RandomSelector::new(cfg.seed)),
         },
         scheduler: AnyPacketSelector::Skip(SkipScheduler::new(cfg)),
