@@ -66,12 +66,22 @@ pub fn build_c(name: &str, out: &str, args: &[&str]) -> PathBuf {
     exe
 }
 
-/// A TCP port free right now.
+/// A TCP port free right now: one the kernel hands out that no socket uses in
+/// any state. Binding port 0 alone is not enough: the standard library's listener
+/// sets `SO_REUSEADDR`, so it may be given a port that an earlier connection
+/// holds in `TIME_WAIT`, where a server without that option then fails to listen
+/// ("Couldn't listen to port", seen in CI).
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("an ephemeral port")
+    for _ in 0..100 {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("an ephemeral port");
+        if tcp_states(port).is_empty() {
+            return port;
+        }
+    }
+    panic!("no TCP port without sockets in 100 tries");
 }
 
 /// A command under the drop-in, on 127.0.0.1, with `env` added.
@@ -89,20 +99,30 @@ pub fn preloaded(prog: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
     c
 }
 
+/// The states (hex, as /proc/net/tcp writes them: 0A listening, 06 TIME_WAIT)
+/// of every TCP socket whose local port is `port`.
+fn tcp_states(port: u16) -> Vec<String> {
+    let want = format!(":{port:04X}");
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|s| {
+            s.lines()
+                .filter_map(|l| {
+                    let mut w = l.split_whitespace();
+                    let local = w.nth(1)?;
+                    let state = w.nth(1)?;
+                    local.ends_with(&want).then(|| state.to_string())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Whether some socket listens on TCP `port` (read from /proc/net/tcp, so that the
 /// check does not take the server's one connection).
 fn listening(port: u16) -> bool {
-    let want = format!(":{port:04X} ");
-    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
-        std::fs::read_to_string(f).is_ok_and(|s| {
-            s.lines().any(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .is_some_and(|a| format!("{a} ").ends_with(&want))
-                    && l.split_whitespace().nth(3) == Some("0A")
-            })
-        })
-    })
+    tcp_states(port).iter().any(|s| s == "0A")
 }
 
 /// Waits for `child` to end within `limit`; kills it after.
