@@ -258,6 +258,14 @@ pub struct FlowConfig {
     /// `None` (the default): the transport's own choice,
     /// [`crate::Transport::receiver_span`].
     pub receiver_span: Option<bool>,
+    /// How the receiver-limited span grows back: by one packet per this many
+    /// PSNs delivered in order. 0 (the default): per span's worth delivered, an
+    /// additive increase of one packet per span. A small step (4) regrows a
+    /// span halved by a start-up refusal within a few spans, which a sender whose
+    /// slow path must run far ahead needs (issue 12 row 4, with
+    /// `probe_pacing_burst`; docs/engine.md, "Small reorder buffers on unequal
+    /// paths").
+    pub receiver_span_step: u32,
     /// DCQCN's parameters (`ecmp`, `ar` and the RC models; docs/baselines.md,
     /// "DCQCN", has the sweep behind the defaults).
     pub dcqcn: crate::cc::DcqcnParams,
@@ -333,6 +341,7 @@ impl Default for FlowConfig {
             hops: None,
             loss_recovery: LossRecoveryKind::SelectiveRepeat,
             receiver_span: None,
+            receiver_span_step: 0,
             dcqcn: crate::cc::DcqcnParams::default(),
             swift: crate::cc::SwiftParams::default(),
             ack_coalesce: None,

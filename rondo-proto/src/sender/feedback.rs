@@ -379,7 +379,11 @@ impl Core {
             self.una += 1;
             if let Some(w) = self.rx_window {
                 self.rx_window_grow += 1;
-                if self.rx_window_grow >= w {
+                let step = match self.cfg.receiver_span_step {
+                    0 => w,
+                    s => u64::from(s),
+                };
+                if self.rx_window_grow >= step {
                     self.rx_window_grow = 0;
                     self.rx_window = (w < 1 << 20).then_some(w + 1);
                 }

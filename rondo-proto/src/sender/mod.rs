@@ -77,7 +77,8 @@ pub(crate) struct Core {
     /// (PSN, retransmission) of the DATA packet the current transmit call wrote.
     pub(crate) last_data: Option<(u32, bool)>,
     /// Receiver-limited span: new PSNs only below `una + rx_window`, set by
-    /// "reorder buffer full" NAKs and grown by one per window delivered.
+    /// "reorder buffer full" NAKs and grown by one per window delivered (per
+    /// `FlowConfig::receiver_span_step` PSNs when that is set).
     rx_window: Option<u64>,
     rx_window_grow: u64,
     /// The loss-recovery scheme's outstanding-PSN limit: new PSNs only below

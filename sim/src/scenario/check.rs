@@ -765,6 +765,9 @@ impl TransportSpec {
         c.base_rtt_window_rtts = self.base_rtt_window_rtts;
         c.probe_pacing_burst = self.probe_pacing_burst_packets;
         c.receiver_span = self.receiver_span;
+        if let Some(x) = self.receiver_span_step {
+            c.receiver_span_step = x;
+        }
         if let Some(x) = self.dcqcn_rai {
             c.dcqcn.rai = x;
         }

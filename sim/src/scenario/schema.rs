@@ -359,6 +359,9 @@ pub struct TransportSpec {
     /// receiver-limited span (default: the transport's choice,
     /// `rondo_proto::Transport::receiver_span`).
     pub receiver_span: Option<bool>,
+    /// The receiver-limited span grows by one packet per this many PSNs
+    /// delivered (default 0: per span's worth; `rondo_proto::FlowConfig::receiver_span_step`).
+    pub receiver_span_step: Option<u32>,
     /// Data packets one ACK acknowledges at most (1: an ACK per packet; default:
     /// the transport's choice, `rondo_proto::Transport::ack_coalesce`).
     pub ack_coalesce_packets: Option<u16>,
@@ -463,6 +466,7 @@ impl Default for TransportSpec {
             stall_allowance_us: None,
             delay_stable_tolerance_us: None,
             receiver_span: None,
+            receiver_span_step: None,
             ack_coalesce_packets: None,
             ack_coalesce_us: None,
             dcqcn_rai: None,
