@@ -176,9 +176,10 @@ pub struct FlowConfig {
     pub min_window: f64,
     /// Capacity probing on or off (paper §4.2.2).
     pub probing: bool,
-    /// When set, the data that probe ACKs buy is paced per path: while a probing
-    /// phase lasts, and for one base RTT after the update that folds its probe
-    /// ACKs into a window, a path with more than this many packets of open
+    /// When set, the data that probe ACKs buy is paced per path: while the path
+    /// holds probe credit (probe ACKs not yet folded into its window), and for
+    /// one base RTT after the update that folds them in, a path with more than
+    /// this many packets of open
     /// window waits T_p / (1.25 W_p) after each send, so a window that jumps by
     /// the capacity probing found is filled at 1.25 times the path's new rate
     /// instead of at the flow pacer's (which the other paths' windows share).

@@ -302,7 +302,7 @@ fn fractional_windows_drain_fig18s_standing_queue_with_the_topologys_base_rtt() 
 /// issue asks at most 3x). With what probe ACKs buy paced at 1.25 W / T per path
 /// (`probe_pacing_burst_packets = 2`), measured 49 (2.7x) at the same
 /// utilization. Not the default: on the 320-host Clos permutation (fig10) it costs
-/// 0.611 -> 0.593 utilization, and the long-delay single flow of `hetero-buffer`
+/// 0.611 -> 0.604 utilization, and the long-delay single flow of `hetero-buffer`
 /// still peaks at 128 (199 before) against a p99 of 17, because the scheduler
 /// starts only after probing (docs/engine.md, "Start-up reordering").
 #[test]
@@ -355,7 +355,7 @@ fn paced_probe_conversion_keeps_fig9_hetero_start_up_ood_within_three_steady_p99
 /// delivered (`receiver_span_step = 4`), every size moves 0.968 of the paths'
 /// 75 Gbit/s (the goodput of the largest buffer) with OOD p99 15. Neither alone
 /// does it: the faster regrowth alone cycles through refusals at 32 KB (0.42),
-/// the pacing alone leaves one or two sizes at 0.84. Not the default
+/// the pacing alone leaves three sizes at 0.82-0.85. Not the default
 /// (docs/engine.md, "Small reorder buffers on unequal paths").
 #[test]
 fn paced_probing_and_a_faster_span_keep_hetero_buffer_above_ninety_percent() {

@@ -124,7 +124,8 @@ struct ArccPath {
     gate: Option<Instant>,
     /// Until then the path fills what probe ACKs bought it paced
     /// (`FlowConfig::probe_pacing_burst`): one base RTT after the update that
-    /// folded probe ACKs into its window.
+    /// folded probe ACKs into its window (before it, while it holds probe
+    /// credit).
     converting_until: Option<Instant>,
 }
 
@@ -615,7 +616,6 @@ impl CongestionControl for Arcc {
     }
 
     fn on_sent(&mut self, now: Instant, path: usize, paths: &Paths) {
-        let probing = self.probing(now);
         let a = &mut self.paths[path];
         a.sent_in_interval += 1;
         let allow = &mut self.allowance[path];
@@ -625,7 +625,7 @@ impl CongestionControl for Arcc {
             Some(rtt.mul_f64(1.0 / w))
         } else {
             // Probe-bought packets beyond the burst go at 1.25 W_p / T_p.
-            let converting = probing || a.converting_until.is_some_and(|t| now < t);
+            let converting = allow.probe_credit > 0 || a.converting_until.is_some_and(|t| now < t);
             self.probe_pacing_burst
                 .filter(|&burst| converting && allow.open(paths.inflight(path)) > burst)
                 .map(|_| self.base_rtts[path].mul_f64(1.0 / (w * PROBE_PACING_GAIN)))
