@@ -16,8 +16,8 @@
 //! ([`rx_ring`]). A connection set up with [`VerbsDatapath::receive_in_place`]
 //! is received in place: WRs posted in expected order with a two-entry scatter
 //! list put each payload straight into its message buffer, registered with the
-//! NIC, and a datagram that lands elsewhere is copied out and repaired by the
-//! engine ([`repair`] is the same scheme as plain data). When the device offers
+//! NIC (`in_place`), and a datagram that lands elsewhere is copied out and
+//! repaired by the engine's reorder buffer, as plain data is. When the device offers
 //! NIC completion timestamps, arrivals reach the engine at their NIC time and
 //! signaled DATA sends pair with their ACKs for NIC-level RTT samples
 //! ([`timestamp`]). Endpoints exchange [`exchange::EndpointInfo`] over TCP.
