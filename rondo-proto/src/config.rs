@@ -179,10 +179,10 @@ pub struct FlowConfig {
     /// When set, the data that probe ACKs buy is paced per path: while the path
     /// holds probe credit (probe ACKs not yet folded into its window), and for
     /// one base RTT after the update that folds them in, a path with more than
-    /// this many packets of open
-    /// window waits T_p / (1.25 W_p) after each send, so a window that jumps by
-    /// the capacity probing found is filled at 1.25 times the path's new rate
-    /// instead of at the flow pacer's (which the other paths' windows share).
+    /// this many packets of open window waits T_p / (1.25 W_p) after each send,
+    /// so a window that jumps by the capacity probing found is filled at 1.25
+    /// times the path's new rate instead of at the flow pacer's (which the other
+    /// paths' windows share).
     /// `None` (default, the paper): probe-bought packets go as fast as the flow
     /// pacer lets them, and a long path's jump queues at its bottleneck
     /// (docs/engine.md, issue 12 row 3).

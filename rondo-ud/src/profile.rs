@@ -85,9 +85,8 @@
 //!   Spread packet by packet over four paths, a round's packets make four
 //!   small batches; in runs of 64, one or two full ones: under `strace -c` the
 //!   client sent 36.8 data packets per `sendmmsg` against 15.5 (4 KiB WRITEs).
-//!   Loopback reorders about as much
-//!   either way (NIC-level OOD averaging 27-28 against 19-23 at 4 KiB, 54-105
-//!   against 83-102 at 64 KiB). `rondo perf client 127.0.0.1 -p PORT
+//!   Loopback reorders about as much either way (NIC-level OOD averaging 27-28
+//!   against 19-23 at 4 KiB, 54-105 against 83-102 at 64 KiB). `rondo perf client 127.0.0.1 -p PORT
 //!   --transport rondo -s SIZE -D 3 --auth none --json`, each build against its
 //!   own server, five alternating rounds with `raw-udp` in each (docs/perf.md):
 //!   at 4 KiB 17.3 -> 26.8 Gb/s (medians), 0.33 -> 0.51 of `raw-udp`; at 64 KiB
@@ -106,7 +105,10 @@
 use rondo_proto::time::Duration;
 use rondo_proto::{AckCoalesce, FlowConfig};
 
-const PATH_BURST: u32 = 64;
+/// Datagrams the UDP datapath sends and receives per path and round (its
+/// default `UdpConfig::batch`): the host-stack profile's ACK coalescing and path
+/// runs are sized to it.
+pub(crate) const HOST_STACK_BATCH: u16 = 64;
 
 /// The engine settings a datapath needs, applied over the paper's
 /// (`FlowConfig::default()`); the module documentation says why each value.
@@ -145,10 +147,10 @@ impl HostProfile {
         probing: false,
         delay_stable_tolerance: Duration::from_us(300),
         ack_coalesce: AckCoalesce {
-            packets: 64,
+            packets: HOST_STACK_BATCH,
             delay: Duration::ZERO,
         },
-        path_burst: PATH_BURST,
+        path_burst: HOST_STACK_BATCH as u32,
     };
 
     /// Over a NIC: the ibverbs UD datapath (`verbs`, cargo feature `verbs`).

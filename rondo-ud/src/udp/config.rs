@@ -55,7 +55,7 @@ impl Default for UdpConfig {
             dscp_data: 26,
             dscp_probe: 8,
             ecn: true,
-            batch: 64,
+            batch: usize::from(crate::profile::HOST_STACK_BATCH),
             gso: true,
             gro: true,
             max_datagram: 9_216,
