@@ -455,7 +455,7 @@ impl Endpoint {
     /// probed, if the host line is free at `now` (moving the line clock past
     /// it). A connection that has nothing to probe leaves the probing set.
     fn poll_probe<B: TxBuffer + ?Sized>(&mut self, now: Instant, tx: &mut B) -> Option<Transmit> {
-        if now < self.line_next {
+        if self.probing.is_empty() || now < self.line_next {
             return None;
         }
         while let Some(i) = self
@@ -513,6 +513,9 @@ impl Endpoint {
     ) -> Option<T> {
         self.flush();
         self.schedule.advance(now);
+        if self.schedule.none_ready() {
+            return None;
+        }
         let n = self.conns.len();
         let start = self.next_poll;
         // First the connections at and after `start`, then those before it.

@@ -298,7 +298,7 @@ impl PathState {
             None => rtt,
             Some(s) => {
                 let s = s.as_ps() as f64;
-                Duration::from_ps((s + gain * (rtt.as_ps() as f64 - s)).round() as u64)
+                Duration::from_ps(crate::time::round_u64(s + gain * (rtt.as_ps() as f64 - s)))
             }
         });
     }

@@ -130,6 +130,11 @@ impl Schedule {
         self.horizon = now;
     }
 
+    /// No connection's deadline has come.
+    pub(super) fn none_ready(&self) -> bool {
+        self.ready.is_empty()
+    }
+
     /// The first ready connection with an index in `from..to`.
     pub(super) fn next_ready(&self, from: usize, to: usize) -> Option<usize> {
         self.ready.next_from(from).filter(|&i| i < to)

@@ -29,7 +29,7 @@ fn skip_of(p: usize, rates_per_ns: &[f64], delays_ns: &[Option<f64>]) -> u32 {
             sum += rate * (dp - dq).max(0.0);
         }
     }
-    sum.round().min(u32::MAX as f64) as u32
+    crate::time::round_u64(sum).min(u64::from(u32::MAX)) as u32
 }
 
 /// The skip of a transmission on path `p` at `now_ns`, counting the other paths'
@@ -66,7 +66,7 @@ pub fn phase_skip(
             // the expected number of opportunities in the window, rounded. Counting
             // it as due now would add one skip per overdue path for any delay
             // difference, however small, and reorder equal-delay paths.
-            skip += ((horizon - now_ns) * rate).round() as u64;
+            skip += crate::time::round_u64((horizon - now_ns) * rate);
         }
     }
     skip

@@ -16,6 +16,7 @@ use crate::types::{
 };
 use crate::VerbsError;
 use placement::{lock, KeyTables, RequestPlacement, RxState};
+use reorder::FlowIdHash;
 use rondo_proto::rng::Rng;
 use rondo_proto::{
     ConnectionHandle, Duration, Endpoint, Event, FlowConfig, Host, Instant, PayloadRef, Transmit,
@@ -217,7 +218,9 @@ struct Orphan {
 /// The verbs layer of one context.
 pub(crate) struct VerbsHost {
     pub endpoint: Endpoint,
-    pub qps: HashMap<u32, QpSlot>,
+    /// By QP number (the context's own numbers, looked up on every post, poll and
+    /// event: the engine's flow-table hash, not SipHash).
+    pub qps: HashMap<u32, QpSlot, FlowIdHash>,
     /// Engine connections of destroyed QPs, for a while ([`Orphan`]).
     orphans: Vec<Orphan>,
     /// Flow ids of orphans removed since the last [`VerbsHost::take_retired`], kept
@@ -247,7 +250,7 @@ impl VerbsHost {
     pub(crate) fn new(endpoint: Endpoint, keys: Keys, line_rate_bps: u64) -> VerbsHost {
         VerbsHost {
             endpoint,
-            qps: HashMap::new(),
+            qps: HashMap::default(),
             orphans: Vec::new(),
             retired: Vec::new(),
             report_retired: false,

@@ -19,6 +19,7 @@
 use crate::header::{AckStatus, Header, MsgOp, HEADER_LEN};
 use crate::mr::MrShared;
 use crate::types::{AccessFlags, RecvWr, Sge, WcStatus};
+use reorder::FlowIdHash;
 use rondo_proto::placement::Placement;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -27,10 +28,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 const MAX_PREALLOC: u64 = 64 << 20;
 
 /// A context's memory regions by key, shared by its host and its QPs' placements.
+/// Every work request and every arriving request looks a key up; the keys are the
+/// context's own (drawn at registration), so the multiplicative hash of the
+/// engine's flow tables serves (a peer's forged key is only looked up).
 #[derive(Debug, Default)]
 pub(crate) struct KeyTables {
-    pub lkeys: HashMap<u32, Arc<MrShared>>,
-    pub rkeys: HashMap<u32, Arc<MrShared>>,
+    pub lkeys: HashMap<u32, Arc<MrShared>, FlowIdHash>,
+    pub rkeys: HashMap<u32, Arc<MrShared>, FlowIdHash>,
 }
 
 impl KeyTables {

@@ -501,6 +501,11 @@ impl Arcc {
         let tau = t.mul_f64(self.target_queue_rtts);
         let tau = self.min_target_queue.map_or(tau, |floor| tau.max(floor));
         self.params.tau_q = tau.max(Duration::from_us_f64(self.params.stall_allowance_us));
+        self.refresh_q0(paths);
+    }
+
+    /// The margin's ceiling for the paths in rotation now.
+    fn refresh_q0(&mut self, paths: &Paths) {
         self.params.q0 = self.restart.path_q0(paths);
     }
 
@@ -649,8 +654,14 @@ impl CongestionControl for Arcc {
             a.interval_rtt_sum_ps = a.interval_rtt_sum_ps.saturating_add(rtt.as_ps());
             a.interval_rtt_samples += 1;
             a.on_rtt(now, rtt, window, grown);
-            self.base_rtts[ack.path] = self.measure_base_rtt(ack.path, paths);
-            self.refresh_tau(paths);
+            let base = self.measure_base_rtt(ack.path, paths);
+            if std::mem::replace(&mut self.base_rtts[ack.path], base) == base {
+                // tau_q reads only the base RTTs (and settings that recompute it
+                // where they change): the same as before, without its float work.
+                self.refresh_q0(paths);
+            } else {
+                self.refresh_tau(paths);
+            }
         }
         let tu = self.update_interval(self.base_rtt(ack.path));
         let a = &mut self.paths[ack.path];
@@ -788,7 +799,8 @@ impl CongestionControl for Arcc {
             }
         }
         if tick.updated {
-            self.refresh_tau(paths);
+            // An update moves no base RTT: only q0 (which follows the paths up).
+            self.refresh_q0(paths);
         }
         self.refresh_next_update();
         tick
