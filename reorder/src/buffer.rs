@@ -180,12 +180,13 @@ impl<M: Copy> Flow<M> {
     }
 }
 
-/// Hashes flow ids for the buffer's flow table (and an endpoint's): every packet
-/// looks its flow up several times, so a multiplicative hash (Fibonacci hashing,
-/// its high half folded into the low one, which picks the bucket) replaces the
-/// default SipHash, which took 3-6% of a receiver's CPU in `rondo perf`. The
-/// table's keys are the host's own, never chosen by a peer (a forged id is only
-/// looked up), so flooding a bucket is not a concern.
+/// Hashes flow ids for the buffer's flow table (and an endpoint's, and the verbs
+/// layer's QP numbers and memory keys): every packet looks its flow up several
+/// times, so a multiplicative hash (Fibonacci hashing, its high half folded into
+/// the low one, which picks the bucket) replaces the default SipHash, which took
+/// 3-6% of a receiver's CPU in `rondo perf`. The tables' keys are the host's own,
+/// never chosen by a peer (a forged one is only looked up), so flooding a bucket
+/// is not a concern.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlowIdHash;
 
