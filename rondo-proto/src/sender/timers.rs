@@ -32,12 +32,17 @@ impl Sender {
             t = t.min(d);
         }
         // Capacity probes wait for the endpoint's line clock, not for a timer here.
-        if c.has_data() && !self.select_blocked && self.cc.any_open(&c.paths) {
-            t = t.min(if self.cc.paced() {
+        // The open windows (a pass over the paths) are read only when the send
+        // time would come before the other deadlines.
+        if c.has_data() && !self.select_blocked {
+            let send = if self.cc.paced() {
                 c.pace_next
             } else {
                 Instant::ZERO
-            });
+            };
+            if send < t && self.cc.any_open(&c.paths) {
+                t = send;
+            }
         }
         (t != Instant::MAX).then_some(t)
     }

@@ -369,6 +369,9 @@ pub struct Arcc {
     /// sample of the path (which is when its inputs move): the pacing rate and
     /// the largest base RTT read every path's.
     base_rtts: Vec<Duration>,
+    /// The largest of `base_rtts` ([`Arcc::max_base_rtt`]), measured again when one
+    /// of them moves: every per-path update's probe trigger reads it.
+    max_base: Duration,
     /// When each path's next update is due (`None`: frozen until its next ACK),
     /// apart from the rest of its state: `on_tick` reads every path's, and a
     /// many-connection endpoint finds them cold.
@@ -424,6 +427,7 @@ impl Arcc {
             paths: (0..paths.len()).map(|_| ArccPath::new(q0, now)).collect(),
             allowance: vec![Allowance::new(cfg.initial_window); paths.len()],
             base_rtts: Vec::new(),
+            max_base: Duration::ZERO,
             path_due: vec![None; paths.len()],
             next_update: None,
             probing_until: cfg.probing.then_some(Instant::MAX),
@@ -434,6 +438,7 @@ impl Arcc {
         a.base_rtts = (0..paths.len())
             .map(|i| a.measure_base_rtt(i, paths))
             .collect();
+        a.max_base = a.measure_max_base_rtt(paths);
         a.refresh_tau(paths);
         a
     }
@@ -482,7 +487,12 @@ impl Arcc {
     }
 
     /// The largest base RTT over the flow's paths.
-    fn max_base_rtt(&self, paths: &Paths) -> Duration {
+    fn max_base_rtt(&self) -> Duration {
+        self.max_base
+    }
+
+    /// The largest base RTT over the flow's paths, from `base_rtts`.
+    fn measure_max_base_rtt(&self, paths: &Paths) -> Duration {
         self.base_rtts
             .iter()
             .take(paths.len())
@@ -495,9 +505,7 @@ impl Arcc {
         // One network-wide tau_q makes every flow crossing a queue agree on when
         // it is too long (paper App. E, Proposition 1); a flow's own largest base
         // RTT is the fallback when the network's is not known.
-        let t = self
-            .network_base_rtt
-            .unwrap_or_else(|| self.max_base_rtt(paths));
+        let t = self.network_base_rtt.unwrap_or_else(|| self.max_base_rtt());
         let tau = t.mul_f64(self.target_queue_rtts);
         let tau = self.min_target_queue.map_or(tau, |floor| tau.max(floor));
         self.params.tau_q = tau.max(Duration::from_us_f64(self.params.stall_allowance_us));
@@ -547,7 +555,7 @@ impl Arcc {
             self.quiet_updates = 0;
             return false;
         }
-        let t = self.max_base_rtt(paths);
+        let t = self.max_base_rtt();
         // Whether data waits first: it reads the sender's core, the other its
         // table of packets sent.
         if flow.has_data() && flow.sent_before_acked(now, t) {
@@ -579,9 +587,12 @@ impl CongestionControl for Arcc {
     }
 
     fn any_open(&self, paths: &Paths) -> bool {
+        // `a.open(inflight) > 0.0` without its subtraction and clamp: for doubles,
+        // `w - i > 0` exactly when `w > i`.
         let each = paths.statuses().iter().zip(paths.inflights());
-        each.zip(&self.allowance)
-            .any(|((status, inflight), a)| *status == PathStatus::Up && a.open(*inflight) > 0.0)
+        each.zip(&self.allowance).any(|((status, &inflight), a)| {
+            *status == PathStatus::Up && !a.gated && a.packets() > f64::from(inflight)
+        })
     }
 
     fn paced(&self) -> bool {
@@ -660,6 +671,7 @@ impl CongestionControl for Arcc {
                 // where they change): the same as before, without its float work.
                 self.refresh_q0(paths);
             } else {
+                self.max_base = self.measure_max_base_rtt(paths);
                 self.refresh_tau(paths);
             }
         }
@@ -683,7 +695,7 @@ impl CongestionControl for Arcc {
         }
         if self.probing_until == Some(Instant::MAX) {
             // Startup probing lasts three base RTTs from the first ACK.
-            let t = self.max_base_rtt(paths).mul_f64(self.probe_duration_rtts);
+            let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
             self.probing_until = Some(now + t);
         }
     }
@@ -736,7 +748,7 @@ impl CongestionControl for Arcc {
         self.path_due[path] = None;
         self.refresh_next_update();
         if self.probing_enabled {
-            let t = self.max_base_rtt(paths).mul_f64(self.probe_duration_rtts);
+            let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
             self.start_probing(now + t);
         }
     }
@@ -759,11 +771,16 @@ impl CongestionControl for Arcc {
         if self.next_update.is_none_or(|t| t > now) {
             return tick;
         }
+        // The earliest due time after this tick, gathered on the way (the loop
+        // is the only writer of `path_due` meanwhile, each path its own).
+        let mut next: Option<Instant> = None;
+        let mut note = |due: Instant| next = Some(next.map_or(due, |n| n.min(due)));
         for i in 0..self.paths.len() {
             let Some(due) = self.path_due[i] else {
                 continue;
             };
             if due > now {
+                note(due);
                 continue;
             }
             let base_rtt = self.base_rtt(i);
@@ -780,7 +797,9 @@ impl CongestionControl for Arcc {
                 // interval: the interval runs on until an ACK falls into it, so
                 // that it measures a rate and a queueing delay, not an empty
                 // interval's nothing.
-                self.path_due[i] = Some(now + self.update_interval(base_rtt));
+                let due = now + self.update_interval(base_rtt);
+                self.path_due[i] = Some(due);
+                note(due);
                 continue;
             }
             let params = self.params;
@@ -793,6 +812,7 @@ impl CongestionControl for Arcc {
             );
             let tu = self.update_interval(base_rtt);
             self.path_due[i] = Some(now + tu);
+            note(now + tu);
             tick.updated = true;
             if self.check_probe_trigger(now, paths, flow) {
                 tick.probing_phases += 1;
@@ -802,7 +822,7 @@ impl CongestionControl for Arcc {
             // An update moves no base RTT: only q0 (which follows the paths up).
             self.refresh_q0(paths);
         }
-        self.refresh_next_update();
+        self.next_update = next;
         tick
     }
 }
