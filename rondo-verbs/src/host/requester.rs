@@ -4,7 +4,7 @@
 use super::{wc_opcode, Request, VerbsHost, MAX_MESSAGE_BYTES};
 use crate::header::{AckStatus, Header, MsgOp};
 use crate::mr::MrShared;
-use crate::types::{AccessFlags, Opcode, QpState, SendWr, WcStatus};
+use crate::types::{AccessFlags, Opcode, QpState, SendWr, Sge, WcStatus};
 use crate::VerbsError;
 use rondo_proto::{ExternalBytes, Instant, Message};
 use std::sync::Arc;
@@ -146,16 +146,22 @@ impl VerbsHost {
         if h.op == MsgOp::ReadReq || r.len == 0 {
             return Some(h.message(0).into());
         }
-        let parts =
-            r.wr.sg_list
-                .iter()
-                .filter(|s| s.len > 0)
-                .map(|s| {
-                    self.local(pd, s, AccessFlags::NONE)
-                        .map(|(mr, off)| (mr, off, s.len as usize))
-                })
-                .collect::<Option<Vec<_>>>()?;
-        Some(Message::new(h.message(0), Arc::new(GatherList::new(parts))))
+        let resolve = |s: &Sge| {
+            self.local(pd, s, AccessFlags::NONE)
+                .map(|(mr, off)| (mr, off, s.len as usize))
+        };
+        let mut entries = r.wr.sg_list.iter().filter(|s| s.len > 0);
+        let list = match (entries.next(), entries.next()) {
+            (Some(only), None) => GatherList::one(resolve(only)?),
+            _ => GatherList::new(
+                r.wr.sg_list
+                    .iter()
+                    .filter(|s| s.len > 0)
+                    .map(resolve)
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+        };
+        Some(Message::new(h.message(0), Arc::new(list)))
     }
 
     /// Sends, in order, every request not yet handed to the engine (unless an RNR
@@ -370,16 +376,42 @@ pub(crate) type Gathered = (Arc<MrShared>, usize, usize);
 /// A request's gather list left in its regions: the engine reads it from there
 /// when it writes a datagram itself, and a datapath that sends by address sends it
 /// straight from the region (the mapping lives as long as the list holds it).
+/// A list of one entry (most requests) is kept without a vector of its own.
 #[derive(Debug)]
 pub(crate) struct GatherList {
-    parts: Vec<Gathered>,
+    parts: Parts,
     len: usize,
+}
+
+#[derive(Debug)]
+enum Parts {
+    One(Gathered),
+    Many(Vec<Gathered>),
 }
 
 impl GatherList {
     pub(crate) fn new(parts: Vec<Gathered>) -> GatherList {
         let len = parts.iter().map(|p| p.2).sum();
-        GatherList { parts, len }
+        GatherList {
+            parts: Parts::Many(parts),
+            len,
+        }
+    }
+
+    /// The list of `part` alone.
+    pub(crate) fn one(part: Gathered) -> GatherList {
+        let len = part.2;
+        GatherList {
+            parts: Parts::One(part),
+            len,
+        }
+    }
+
+    fn parts(&self) -> &[Gathered] {
+        match &self.parts {
+            Parts::One(p) => std::slice::from_ref(p),
+            Parts::Many(v) => v,
+        }
     }
 }
 
@@ -389,7 +421,7 @@ impl ExternalBytes for GatherList {
     }
 
     fn read(&self, mut offset: usize, mut dst: &mut [u8]) {
-        for (mr, off, n) in &self.parts {
+        for (mr, off, n) in self.parts() {
             if dst.is_empty() {
                 break;
             }
@@ -406,7 +438,7 @@ impl ExternalBytes for GatherList {
     }
 
     fn addr(&self, mut offset: usize, len: usize) -> Option<usize> {
-        for (mr, off, n) in &self.parts {
+        for (mr, off, n) in self.parts() {
             if offset < *n {
                 return (offset + len <= *n).then(|| mr.addr as usize + off + offset);
             }

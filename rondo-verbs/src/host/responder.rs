@@ -85,7 +85,7 @@ impl VerbsHost {
                             0 => resp.message(0).into(),
                             n => Message::new(
                                 resp.message(0),
-                                Arc::new(GatherList::new(vec![(mr, off, n)])),
+                                Arc::new(GatherList::one((mr, off, n))),
                             ),
                         };
                         self.answer(now, qpn, msg);

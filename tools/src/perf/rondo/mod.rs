@@ -228,7 +228,9 @@ impl SlottedSide for Side {
             (Op::Send, _) => SendWr::send(wr_id, sge),
             (Op::Read, _) => SendWr::read(wr_id, sge, remote),
         };
-        self.qps[q].post_send(&wr).context("post a work request")
+        self.qps[q]
+            .post_send_owned(wr)
+            .context("post a work request")
     }
 
     /// Polls the CQ (waiting a little when it is empty and the run allows it); a
