@@ -615,18 +615,20 @@ impl Host for Endpoint {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let pending = self
-            .dirty
-            .iter()
-            .filter_map(|&i| self.conns[i].poll_timeout());
-        // The line clock, while some connection may want to probe.
-        let probe = (!self.probing.is_empty()).then_some(self.line_next);
-        self.schedule
-            .earliest()
-            .into_iter()
-            .chain(pending)
-            .chain(probe)
-            .min()
+        // The earliest of the schedule's deadline, those of the connections
+        // handed out since the last flush, and the line clock while some
+        // connection may want to probe (a driver asks after every call).
+        let mut t = self.schedule.earliest();
+        let mut take = |d: Instant| t = Some(t.map_or(d, |e| e.min(d)));
+        for &i in &self.dirty {
+            if let Some(d) = self.conns[i].poll_timeout() {
+                take(d);
+            }
+        }
+        if !self.probing.is_empty() {
+            take(self.line_next);
+        }
+        t
     }
 
     fn payload(&self, r: PayloadRef) -> PayloadBytes<'_> {
