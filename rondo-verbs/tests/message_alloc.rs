@@ -4,47 +4,16 @@
 //! after a warm-up, everything (both hosts and the fabric) on the test's thread.
 
 mod common;
+// The engine's memory tests' counter: allocations of the whole process, which
+// is this binary's one test thread (the fabric and both hosts run on it).
+#[path = "../../rondo-proto/tests/common/counting_alloc.rs"]
+mod counting_alloc;
 use common::*;
+use counting_alloc::allocations;
 use rondo_verbs::*;
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-thread_local! {
-    /// Only this test's thread, only inside the measured window, is counted.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.with(Cell::get) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
-        }
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static ALLOC: counting_alloc::Counting = counting_alloc::Counting;
 
 const SIZE: usize = 4096;
 const DEPTH: usize = 16;
@@ -78,11 +47,9 @@ fn a_small_write_costs_a_few_allocations() {
     let p = pair(DEPTH * SIZE);
     writes(&p, 0, 500);
     let n = 2000;
-    ALLOCS.store(0, Ordering::Relaxed);
-    COUNTING.with(|c| c.set(true));
+    let before = allocations();
     writes(&p, 500, n);
-    COUNTING.with(|c| c.set(false));
-    let per = ALLOCS.load(Ordering::Relaxed) as f64 / n as f64;
+    let per = (allocations() - before) as f64 / n as f64;
     eprintln!("{per:.2} allocations per 4 KiB WRITE (both hosts and the fabric)");
     // Measured 7.73, the test's own gather list included; with the resolved
     // gather list of one entry in a vector of its own, as before, 8.73.

@@ -4,7 +4,7 @@
 use super::{wc_opcode, Request, VerbsHost, MAX_MESSAGE_BYTES};
 use crate::header::{AckStatus, Header, MsgOp};
 use crate::mr::MrShared;
-use crate::types::{AccessFlags, Opcode, QpState, SendWr, Sge, WcStatus};
+use crate::types::{AccessFlags, Opcode, QpState, SendWr, WcStatus};
 use crate::VerbsError;
 use rondo_proto::{ExternalBytes, Instant, Message};
 use std::sync::Arc;
@@ -146,21 +146,15 @@ impl VerbsHost {
         if h.op == MsgOp::ReadReq || r.len == 0 {
             return Some(h.message(0).into());
         }
-        let resolve = |s: &Sge| {
-            self.local(pd, s, AccessFlags::NONE)
-                .map(|(mr, off)| (mr, off, s.len as usize))
-        };
-        let mut entries = r.wr.sg_list.iter().filter(|s| s.len > 0);
-        let list = match (entries.next(), entries.next()) {
-            (Some(only), None) => GatherList::one(resolve(only)?),
-            _ => GatherList::new(
-                r.wr.sg_list
-                    .iter()
-                    .filter(|s| s.len > 0)
-                    .map(resolve)
-                    .collect::<Option<Vec<_>>>()?,
-            ),
-        };
+        let list =
+            r.wr.sg_list
+                .iter()
+                .filter(|s| s.len > 0)
+                .map(|s| {
+                    self.local(pd, s, AccessFlags::NONE)
+                        .map(|(mr, off)| (mr, off, s.len as usize))
+                })
+                .collect::<Option<GatherList>>()?;
         Some(Message::new(h.message(0), Arc::new(list)))
     }
 
@@ -390,14 +384,6 @@ enum Parts {
 }
 
 impl GatherList {
-    pub(crate) fn new(parts: Vec<Gathered>) -> GatherList {
-        let len = parts.iter().map(|p| p.2).sum();
-        GatherList {
-            parts: Parts::Many(parts),
-            len,
-        }
-    }
-
     /// The list of `part` alone.
     pub(crate) fn one(part: Gathered) -> GatherList {
         let len = part.2;
@@ -411,6 +397,24 @@ impl GatherList {
         match &self.parts {
             Parts::One(p) => std::slice::from_ref(p),
             Parts::Many(v) => v,
+        }
+    }
+}
+
+/// The parts in order; a list of one is kept without a vector.
+impl FromIterator<Gathered> for GatherList {
+    fn from_iter<I: IntoIterator<Item = Gathered>>(parts: I) -> GatherList {
+        let mut parts = parts.into_iter();
+        match (parts.next(), parts.next()) {
+            (Some(only), None) => GatherList::one(only),
+            (first, second) => {
+                let parts: Vec<Gathered> = first.into_iter().chain(second).chain(parts).collect();
+                let len = parts.iter().map(|p| p.2).sum();
+                GatherList {
+                    parts: Parts::Many(parts),
+                    len,
+                }
+            }
         }
     }
 }
