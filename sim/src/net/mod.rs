@@ -58,12 +58,59 @@ pub(crate) enum Ev {
     StallEnd(u32),
 }
 
+/// Hosts a [`Ev::Timer`] can name: its host and generation share one packed word
+/// with the event's kind ([`Ev::pack`]).
+pub(crate) const MAX_HOSTS: u32 = 1 << 28;
+
+impl Ev {
+    /// The event in one word: its kind in the top 4 bits, then its operand (a
+    /// timer's host in the next 28 bits and its generation in the low 32), so
+    /// that an agenda entry is 16 bytes instead of 24.
+    fn pack(self) -> u64 {
+        let (kind, x) = match self {
+            Ev::TxDone(p) => (0, u64::from(p)),
+            Ev::Arrive(p) => (1, u64::from(p)),
+            Ev::Timer { host, gen } => {
+                debug_assert!(host < MAX_HOSTS);
+                (2, u64::from(host) << 32 | u64::from(gen))
+            }
+            Ev::Start(f) => (3, u64::from(f)),
+            Ev::Stop(f) => (4, u64::from(f)),
+            Ev::Change(i) => (5, u64::from(i)),
+            Ev::Warmup => (6, 0),
+            Ev::Sample => (7, 0),
+            Ev::StallStart(h) => (8, u64::from(h)),
+            Ev::StallEnd(h) => (9, u64::from(h)),
+        };
+        kind << 60 | x
+    }
+
+    fn unpack(w: u64) -> Ev {
+        let x = w as u32;
+        match w >> 60 {
+            0 => Ev::TxDone(x),
+            1 => Ev::Arrive(x),
+            2 => Ev::Timer {
+                host: (w >> 32) as u32 & (MAX_HOSTS - 1),
+                gen: x,
+            },
+            3 => Ev::Start(x),
+            4 => Ev::Stop(x),
+            5 => Ev::Change(x),
+            6 => Ev::Warmup,
+            7 => Ev::Sample,
+            8 => Ev::StallStart(x),
+            _ => Ev::StallEnd(x),
+        }
+    }
+}
+
 /// Bits per digit of the agenda's radix heap: an entry moves at most once per
 /// digit (16 of them), where a binary radix heap moved it up to once per bit.
 const DIGIT_BITS: usize = 4;
 const DIGIT_VALUES: usize = 1 << DIGIT_BITS;
 /// Bucket 0 and one per (digit, value).
-const BUCKETS: usize = 1 + 64 / DIGIT_BITS * DIGIT_VALUES;
+const BUCKETS: usize = 1 + 64_usize.div_ceil(DIGIT_BITS) * DIGIT_VALUES;
 
 /// Pending events in time order, events of one time in the order they were
 /// pushed: a radix heap over the time in picoseconds, by 4-bit digits (against
@@ -83,7 +130,7 @@ pub(crate) struct Agenda {
     /// from `last` is digit `d`, with value `v` there (bucket 0: equal to
     /// `last`). Bucket order is time order: a lower differing digit, or the same
     /// digit with a lower value, is an earlier time.
-    buckets: Vec<Vec<(u64, Ev)>>,
+    buckets: Vec<Vec<(u64, u64)>>,
     /// Bit `b` set when bucket `b` (1..BUCKETS) is non-empty; bucket 0 answers
     /// through `head`.
     occupied: [u64; BUCKETS.div_ceil(64)],
@@ -109,7 +156,7 @@ impl Default for Agenda {
 }
 
 impl Agenda {
-    fn put(&mut self, t: u64, ev: Ev) {
+    fn put(&mut self, t: u64, ev: u64) {
         let b = match t ^ self.last {
             0 => 0,
             x => {
@@ -130,7 +177,7 @@ impl Agenda {
         if t < self.last {
             self.rewind(t);
         }
-        self.put(t, ev);
+        self.put(t, ev.pack());
         self.len += 1;
     }
 
@@ -199,7 +246,7 @@ impl Agenda {
         self.head += 1;
         self.len -= 1;
         self.popped = t;
-        Some((Instant::from_ps(t), ev))
+        Some((Instant::from_ps(t), Ev::unpack(ev)))
     }
 
     pub fn len(&self) -> usize {
@@ -218,6 +265,34 @@ mod tests {
     /// events in the same order, ties in push order, over bursts of one instant
     /// and times spread across many bits, with pushes between pops, and after a
     /// peek, pushes earlier than the peeked time.
+    /// Every kind of event, with operands at their limits, comes back from its
+    /// packed word unchanged.
+    #[test]
+    fn events_pack_into_one_word() {
+        let top = u32::MAX;
+        let events = [
+            Ev::TxDone(0),
+            Ev::TxDone(top),
+            Ev::Arrive(top),
+            Ev::Timer { host: 0, gen: 0 },
+            Ev::Timer {
+                host: MAX_HOSTS - 1,
+                gen: top,
+            },
+            Ev::Timer { host: 5, gen: 1 },
+            Ev::Start(top),
+            Ev::Stop(7),
+            Ev::Change(top),
+            Ev::Warmup,
+            Ev::Sample,
+            Ev::StallStart(top),
+            Ev::StallEnd(3),
+        ];
+        for ev in events {
+            assert_eq!(Ev::unpack(ev.pack()), ev);
+        }
+    }
+
     #[test]
     fn pops_in_time_then_push_order() {
         let mut rng = Rng::new(7);

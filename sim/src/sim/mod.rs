@@ -207,6 +207,12 @@ impl Simulator {
     pub fn new(topology: &Topology, cfg: SimConfig) -> Result<Simulator, SimError> {
         cfg.validate()?;
         let fabric = topology.build()?;
+        if fabric.hosts >= crate::net::MAX_HOSTS {
+            return Err(topo_err(
+                format!("{} hosts", fabric.hosts),
+                "fewer than 2^28 hosts",
+            ));
+        }
         for l in &fabric.links {
             if l.bps == 0 {
                 return Err(topo_err(
