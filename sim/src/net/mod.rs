@@ -110,7 +110,7 @@ impl Ev {
 const DIGIT_BITS: usize = 4;
 const DIGIT_VALUES: usize = 1 << DIGIT_BITS;
 /// Bucket 0 and one per (digit, value).
-const BUCKETS: usize = 1 + 64_usize.div_ceil(DIGIT_BITS) * DIGIT_VALUES;
+const BUCKETS: usize = 1 + 64 / DIGIT_BITS * DIGIT_VALUES;
 
 /// Pending events in time order, events of one time in the order they were
 /// pushed: a radix heap over the time in picoseconds, by 4-bit digits (against
@@ -130,7 +130,7 @@ pub(crate) struct Agenda {
     /// from `last` is digit `d`, with value `v` there (bucket 0: equal to
     /// `last`). Bucket order is time order: a lower differing digit, or the same
     /// digit with a lower value, is an earlier time.
-    buckets: Vec<Vec<(u64, u64)>>,
+    buckets: Box<[Vec<(u64, u64)>; BUCKETS]>,
     /// Bit `b` set when bucket `b` (1..BUCKETS) is non-empty; bucket 0 answers
     /// through `head`.
     occupied: [u64; BUCKETS.div_ceil(64)],
@@ -145,7 +145,7 @@ pub(crate) struct Agenda {
 impl Default for Agenda {
     fn default() -> Self {
         Agenda {
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            buckets: Box::new(std::array::from_fn(|_| Vec::new())),
             occupied: [0; BUCKETS.div_ceil(64)],
             head: 0,
             last: 0,
@@ -172,6 +172,7 @@ impl Agenda {
     }
 
     /// Schedules `ev` at `at` (not before the last event popped).
+    #[inline]
     pub fn push(&mut self, at: Instant, ev: Ev) {
         let t = at.as_ps().max(self.popped);
         if t < self.last {
@@ -183,6 +184,8 @@ impl Agenda {
 
     /// Moves `last` back to `t`, bucketing every pending entry again (the
     /// entries of one time come out of one bucket in order, so they keep it).
+    #[cold]
+    #[inline(never)]
     fn rewind(&mut self, t: u64) {
         let mut pending = Vec::with_capacity(self.len);
         pending.extend_from_slice(&self.buckets[0][self.head..]);
@@ -207,10 +210,16 @@ impl Agenda {
     }
 
     /// Makes bucket 0 hold an unpopped entry, the earliest; false when none is left.
+    #[inline(always)]
     fn settle(&mut self) -> bool {
-        if self.head < self.buckets[0].len() {
-            return true;
-        }
+        self.head < self.buckets[0].len() || self.refill()
+    }
+
+    /// [`Agenda::settle`] once bucket 0 is used up: redistributes the earliest
+    /// non-empty bucket (out of line, so that the common case is two loads and a
+    /// compare without a call).
+    #[inline(never)]
+    fn refill(&mut self) -> bool {
         self.buckets[0].clear();
         self.head = 0;
         let Some(b) = self.first_bucket() else {
@@ -231,6 +240,7 @@ impl Agenda {
         true
     }
 
+    #[inline]
     pub fn peek_time(&mut self) -> Option<Instant> {
         if !self.settle() {
             return None;
@@ -238,6 +248,7 @@ impl Agenda {
         Some(Instant::from_ps(self.buckets[0][self.head].0))
     }
 
+    #[inline]
     pub fn pop(&mut self) -> Option<(Instant, Ev)> {
         if !self.settle() {
             return None;
