@@ -332,6 +332,47 @@ mod tests {
         }
     }
 
+    /// A small bucket becomes a sorted run: pushes inside its span (before,
+    /// between and at the times of its entries) pop in time order, each after
+    /// the entries of its time pushed before it.
+    #[test]
+    fn pushes_into_a_run_keep_time_then_push_order() {
+        let mut agenda = Agenda::default();
+        let at = |t: u64| Instant::from_ps(t);
+        // Far from 0, so that they share one bucket (not bucket 0).
+        for (i, t) in [1_000_050u64, 1_000_010, 1_000_030, 1_000_010]
+            .into_iter()
+            .enumerate()
+        {
+            agenda.push(at(t), Ev::Arrive(i as u32));
+        }
+        assert_eq!(agenda.pop(), Some((at(1_000_010), Ev::Arrive(1))));
+        agenda.push(at(1_000_010), Ev::Arrive(10)); // at the head's time
+        agenda.push(at(1_000_030), Ev::Arrive(11)); // at an entry's time
+        agenda.push(at(1_000_020), Ev::Arrive(12)); // between two entries
+        agenda.push(at(1_000_050), Ev::Arrive(13)); // at the run's end
+        agenda.push(at(1_000_040), Ev::Arrive(14));
+        let order: Vec<(u64, u32)> = std::iter::from_fn(|| agenda.pop())
+            .map(|(t, ev)| match ev {
+                Ev::Arrive(i) => (t.as_ps(), i),
+                other => panic!("unexpected {other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (1_000_010, 3),
+                (1_000_010, 10),
+                (1_000_020, 12),
+                (1_000_030, 2),
+                (1_000_030, 11),
+                (1_000_040, 14),
+                (1_000_050, 0),
+                (1_000_050, 13),
+            ]
+        );
+    }
+
     #[test]
     fn pops_in_time_then_push_order() {
         let mut rng = Rng::new(7);
