@@ -16,7 +16,9 @@
 //!   timer (stale ones are skipped by generation), so the heap grows with links
 //!   and hosts, not with packets. A packet costs one arrival event per hop, plus
 //!   a serialisation event at each hop where it had to wait.
-//! - Packets live in a slab of MTU-sized buffers with a free list; forwarding
+//! - Packets live in a slab of one-cache-line slots with a free list (a
+//!   datagram's bytes up to its last non-zero one; a longer one takes an
+//!   MTU-sized slot besides); forwarding
 //!   tables are arrays; ECMP hashes the packet's flow and logical path id with a
 //!   per-switch salt at every hop, so logical paths can collide.
 //! - Links have a rate and a propagation delay; switches are output-queued with
