@@ -182,22 +182,26 @@ impl Agenda {
     }
 
     /// Schedules `ev` at `at` (not before the last event popped).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, at: Instant, ev: Ev) {
         let t = at.as_ps().max(self.popped);
         if t < self.last {
             self.rewind(t);
         }
-        let run = &mut self.buckets[0];
-        match run.last() {
-            Some(&(end, _)) if t < end => {
-                // Inside the sorted run: after every entry at or before t.
-                let at = self.head + run[self.head..].partition_point(|&(u, _)| u <= t);
-                run.insert(at, (t, ev.pack()));
-            }
+        match self.buckets[0].last() {
+            Some(&(end, _)) if t < end => self.insert_into_run(t, ev.pack()),
             _ => self.put(t, ev.pack()),
         }
         self.len += 1;
+    }
+
+    /// Puts an entry inside bucket 0's sorted run, after every entry at or
+    /// before its time.
+    #[inline(never)]
+    fn insert_into_run(&mut self, t: u64, ev: u64) {
+        let run = &mut self.buckets[0];
+        let at = self.head + run[self.head..].partition_point(|&(u, _)| u <= t);
+        run.insert(at, (t, ev));
     }
 
     /// Moves `last` back to `t`, bucketing every pending entry again (the

@@ -147,6 +147,7 @@ impl<M: Copy> Port<M> {
 
     /// Queues packet `m` of `len` bytes in `class` (accounting first, then the
     /// queue maximum).
+    #[inline]
     pub fn push(&mut self, now: Instant, class: usize, m: M, len: u64) {
         self.account(now);
         self.queues[class].push_back(m);
@@ -161,6 +162,7 @@ impl<M: Copy> Port<M> {
     /// serialiser is free (`busy_until <= now`) and the link up with a rate, and
     /// schedules the events. Returns its class and the packet; `len_of` gives a
     /// packet's bytes.
+    #[inline]
     pub fn serialise_next(
         &mut self,
         now: Instant,

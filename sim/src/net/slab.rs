@@ -241,6 +241,7 @@ impl Slab {
 /// The bytes slot `i` keeps (the datagram's, up to its last non-zero one), from
 /// the slab's parts, so that a caller can write another part meanwhile. The
 /// held entry is read only for a datagram in a large slot.
+#[inline]
 fn kept<'a>(
     small: &'a Slots<Line>,
     large: &'a Slots<Box<[u8]>>,
@@ -256,14 +257,16 @@ fn kept<'a>(
     }
 }
 
-/// The length of `b` without its trailing zeros: 64-byte blocks while they are
-/// all zeros (a simulated payload: one OR-reduction per block, which the compiler
-/// vectorises), then word by word, then byte by byte.
+/// The length of `b` without its trailing zeros: 256-byte, then 64-byte blocks
+/// while they are all zeros (a simulated payload: one OR-reduction per block,
+/// which the compiler vectorises), then word by word, then byte by byte.
 fn kept_len(b: &[u8]) -> usize {
-    const BLOCK: usize = 64;
+    let zeros = |block: &[u8]| block.iter().fold(0, |acc, &x| acc | x) == 0;
     let mut end = b.len();
-    while end >= BLOCK && b[end - BLOCK..end].iter().fold(0, |acc, &x| acc | x) == 0 {
-        end -= BLOCK;
+    for block in [256, 64] {
+        while end >= block && zeros(&b[end - block..end]) {
+            end -= block;
+        }
     }
     while end >= 8 {
         let word = u64::from_ne_bytes(b[end - 8..end].try_into().expect("8 bytes"));
@@ -338,8 +341,9 @@ mod tests {
         assert_eq!(kept_len(&b), 41);
         b[99] = 1;
         assert_eq!(kept_len(&b), 100);
-        // Across the 64-byte blocks: every position of the last non-zero byte.
-        for len in [63, 64, 65, 127, 128, 129, 1000] {
+        // Across the 256- and 64-byte blocks: every position of the last
+        // non-zero byte.
+        for len in [63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 513, 1000] {
             for last in 0..len {
                 let mut b = vec![0u8; len];
                 b[last] = 1;
