@@ -212,6 +212,13 @@ pub struct FlowConfig {
     pub scheduler_stable_samples: u32,
     /// A forward-delay sample is stable when within this of the estimate.
     pub delay_stable_tolerance: Duration,
+    /// The scheduler may also start during a capacity-probing phase, once every
+    /// path has its stable samples, when the paths' forward delays span more than
+    /// this (`None`: only after probing). A probing phase lasts
+    /// `probe_duration_rtts` of the flow's largest base RTT, so a flow with a much
+    /// slower path waits longest exactly where the scheduler matters most;
+    /// docs/engine.md "The scheduler during probing (row 8)".
+    pub scheduler_start_gap: Option<Duration>,
     /// EWMA gain of the forward-delay and RTT estimates.
     pub delay_gain: f64,
     /// Flow-level pacing on or off.
@@ -325,6 +332,7 @@ impl Default for FlowConfig {
             scheduler_phase: true,
             scheduler_stable_samples: 8,
             delay_stable_tolerance: Duration::from_us(2),
+            scheduler_start_gap: Some(Duration::from_us(15)),
             delay_gain: 0.125,
             pacing: true,
             pacing_burst: 1,
@@ -530,6 +538,12 @@ impl FlowConfig {
             "scheduler_stable_samples",
             0,
             ">= 1",
+        )?;
+        check(
+            self.scheduler_start_gap.is_none_or(|g| g > Duration::ZERO),
+            "scheduler_start_gap",
+            format!("{:?}", self.scheduler_start_gap),
+            "None or more than 0",
         )?;
         check(
             unit(self.delay_gain),

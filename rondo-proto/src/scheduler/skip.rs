@@ -87,6 +87,8 @@ pub struct SkipScheduler {
     /// their phase at every transmission, instead of eq. (7)'s skips.
     phase: bool,
     stable_samples: u32,
+    /// `FlowConfig::scheduler_start_gap`, picoseconds.
+    start_gap_ps: Option<u64>,
     on: bool,
     enabled_at: Option<Instant>,
     /// Eq. (7)'s skip per path, as of the last update (when not `skip_stale`).
@@ -117,6 +119,7 @@ impl SkipScheduler {
             allowed: cfg.scheduler,
             phase: cfg.scheduler_phase,
             stable_samples: cfg.scheduler_stable_samples,
+            start_gap_ps: cfg.scheduler_start_gap.map(|g| g.as_ps()),
             on: false,
             enabled_at: None,
             skip: vec![0; usize::from(cfg.paths)],
@@ -187,19 +190,29 @@ impl PacketSelector for SkipScheduler {
     }
 
     fn on_update(&mut self, now: Instant, paths: &Paths, cc: &AnyCc, events: &mut VecDeque<Event>) {
-        if self.allowed && !self.on && !cc.probing(now) {
-            // While probing, windows still jump: the delays are not settled yet.
+        let probing = cc.probing(now);
+        if self.allowed && !self.on && (!probing || self.start_gap_ps.is_some()) {
+            // While probing, windows still jump: the delays are not settled yet,
+            // unless the paths' delays differ by more than any jump explains
+            // (`FlowConfig::scheduler_start_gap`).
             let need = self.stable_samples;
             let mut any = false;
             let mut ready = true;
+            let (mut lo, mut hi) = (i64::MAX, i64::MIN);
             for (_, p) in paths.iter().enumerate().filter(|&(i, _)| paths.is_up(i)) {
-                if p.fwd_stable_samples < need || p.srtt.is_none() {
+                let Some(d) = p.fwd_delay_ps.filter(|_| p.srtt.is_some()) else {
+                    ready = false;
+                    break;
+                };
+                if p.fwd_stable_samples < need {
                     ready = false;
                     break;
                 }
+                (lo, hi) = (lo.min(d), hi.max(d));
                 any = true;
             }
-            if ready && any {
+            let gap = |g: u64| hi.abs_diff(lo) > g;
+            if ready && any && (!probing || self.start_gap_ps.is_some_and(gap)) {
                 self.on = true;
                 self.enabled_at = Some(now);
                 events.push_back(Event::SchedulerEnabled);

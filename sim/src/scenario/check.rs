@@ -658,6 +658,9 @@ fn check_transport(file: &str, t: &TransportSpec) -> Result<(), ScenarioError> {
     if let Some(s) = t.delay_stable_tolerance_us {
         non_negative(file, "transport.delay_stable_tolerance_us", s)?;
     }
+    if let Some(s) = t.scheduler_start_gap_us {
+        non_negative(file, "transport.scheduler_start_gap_us", s)?;
+    }
     if let Some(s) = t.ack_coalesce_us {
         non_negative(file, "transport.ack_coalesce_us", s)?;
     }
@@ -794,6 +797,9 @@ impl TransportSpec {
         }
         if let Some(x) = self.delay_stable_tolerance_us {
             c.delay_stable_tolerance = rondo_proto::Duration::from_us_f64(x);
+        }
+        if let Some(x) = self.scheduler_start_gap_us {
+            c.scheduler_start_gap = (x > 0.0).then(|| rondo_proto::Duration::from_us_f64(x));
         }
         if self.ack_coalesce_packets.is_some() || self.ack_coalesce_us.is_some() {
             let mut a = c.ack_coalescing();

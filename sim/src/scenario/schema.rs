@@ -355,6 +355,10 @@ pub struct TransportSpec {
     /// How close a forward-delay sample must be to its estimate to count toward
     /// starting the packet scheduler, microseconds (default 2).
     pub delay_stable_tolerance_us: Option<f64>,
+    /// The packet scheduler may start during a capacity-probing phase when its
+    /// paths' forward delays span more than this, microseconds (default 15; 0:
+    /// only after probing; `rondo_proto::FlowConfig::scheduler_start_gap`).
+    pub scheduler_start_gap_us: Option<f64>,
     /// Whether a "reorder buffer full" NAK holds new data within the
     /// receiver-limited span (default: the transport's choice,
     /// `rondo_proto::Transport::receiver_span`).
@@ -465,6 +469,7 @@ impl Default for TransportSpec {
             min_window_packets: None,
             stall_allowance_us: None,
             delay_stable_tolerance_us: None,
+            scheduler_start_gap_us: None,
             receiver_span: None,
             receiver_span_step: None,
             ack_coalesce_packets: None,
