@@ -657,5 +657,19 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("one per path"));
+        let c = FlowConfig {
+            scheduler_start_gap: Some(Duration::ZERO),
+            ..FlowConfig::default()
+        };
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("`scheduler_start_gap`"));
+        let c = FlowConfig {
+            scheduler_start_gap: None,
+            ..FlowConfig::default()
+        };
+        c.validate().unwrap();
     }
 }
