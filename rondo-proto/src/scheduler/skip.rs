@@ -76,9 +76,10 @@ pub fn phase_skip(
 /// (skip_p + 1)-th smallest unsent PSN, so that packets sent on slower paths carry
 /// higher PSNs and arrive in order. It starts when every path in rotation has
 /// `scheduler_stable_samples` consecutive stable forward-delay samples and an RTT,
-/// and startup probing is over (docs/engine.md, "The scheduler's rate term and
-/// when it starts"); until then, and when `scheduler` is off, it sends the lowest
-/// unsent PSN.
+/// and probing is over or the paths' forward delays span more than
+/// `scheduler_start_gap` (docs/engine.md, "The scheduler's rate term and when it
+/// starts" and "The scheduler during probing (row 8)"); until then, and when
+/// `scheduler` is off, it sends the lowest unsent PSN.
 #[derive(Clone, Debug)]
 pub struct SkipScheduler {
     /// `FlowConfig::scheduler`: may it start at all.

@@ -138,8 +138,8 @@ const RUN: usize = 32;
 pub(crate) struct Agenda {
     /// Bucket `1 + d * 16 + v` holds times whose highest 4-bit digit differing
     /// from `last` is digit `d`, with value `v` there (bucket 0: equal to
-    /// `last`, or a sorted run from `last`). Bucket order is time order: a lower differing digit, or the same
-    /// digit with a lower value, is an earlier time.
+    /// `last`, or a sorted run from `last`). Bucket order is time order: a lower
+    /// differing digit, or the same digit with a lower value, is an earlier time.
     buckets: Box<[Vec<(u64, u64)>; BUCKETS]>,
     /// Bit `b` set when bucket `b` (1..BUCKETS) is non-empty; bucket 0 answers
     /// through `head`.
@@ -304,10 +304,6 @@ mod tests {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
 
-    /// Against a binary heap of (time, push order): the agenda pops the same
-    /// events in the same order, ties in push order, over bursts of one instant
-    /// and times spread across many bits, with pushes between pops, and after a
-    /// peek, pushes earlier than the peeked time.
     /// Every kind of event, with operands at their limits, comes back from its
     /// packed word unchanged.
     #[test]
@@ -377,6 +373,10 @@ mod tests {
         );
     }
 
+    /// Against a binary heap of (time, push order): the agenda pops the same
+    /// events in the same order, ties in push order, over bursts of one instant
+    /// and times spread across many bits, with pushes between pops, and after a
+    /// peek, pushes earlier than the peeked time.
     #[test]
     fn pops_in_time_then_push_order() {
         let mut rng = Rng::new(7);
