@@ -315,6 +315,39 @@ fn a_black_holed_path_goes_down_when_only_the_timer_finds_its_losses() {
     );
 }
 
+/// A flow with nothing outstanding does not probe the paths it took out of
+/// rotation: it used to send a probe per `down_probe_interval` for as long as it
+/// lived (on the in-process verbs fabric an idle QP kept the network busy for
+/// ever). Its next message probes them again at once.
+#[test]
+fn an_idle_flow_probes_its_down_paths_only_when_it_has_a_message() {
+    let cfg = FlowConfig {
+        early_recovery_threshold: 1024,
+        ..config()
+    };
+    let mut net = Net::new(&cfg);
+    net.black_holed.push(2);
+    net.a
+        .post(net.ha, Instant::ZERO, 1, message(3_000_000))
+        .unwrap();
+    net.run_until(Instant::from_us(200_000));
+    assert!(net.completed(1), "the transfer finished");
+    assert!(
+        net.events_a
+            .iter()
+            .any(|e| matches!(e, Event::PathDown { path: 2 })),
+        "path 2 was taken down"
+    );
+    let probes = |net: &Net| net.a.connection(net.ha).sender_stats().probes_sent;
+    let idle = probes(&net);
+    net.run_until(net.now + cfg.down_probe_interval.saturating_mul(50));
+    assert_eq!(probes(&net), idle, "an idle flow sent probes");
+    net.a.post(net.ha, net.now, 2, message(4_000)).unwrap();
+    net.run_until(net.now + Duration::from_ms(1));
+    assert!(probes(&net) > idle, "the new message did not probe path 2");
+    assert!(net.completed(2) && net.delivered(2));
+}
+
 /// Row 5: cumulative ACKs forged from a real one while the receiver gets
 /// nothing (every path black-holed): the forged cumulative ACK covers PSNs that
 /// were sent, but lies past the highest PSN its own ACK reports, which no real

@@ -10,13 +10,19 @@
 use crate::host::VerbsHost;
 use crate::VerbsError;
 use rondo_proto::{Host, Instant, Transmit, TxBuffer};
-use rondo_sim::pair::{HostId, LinkId, Network, PathSpec, DEFAULT_MTU};
+use rondo_sim::pair::{HostId, LinkConfig, LinkId, Network, PathSpec, DEFAULT_MTU};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Events processed by one poll of a completion queue that finds it empty, at most.
 const EVENTS_PER_POLL: usize = 4096;
+
+/// The probe class of every fabric link holds this many of the fabric's largest
+/// datagrams (the simulator's default, two 1500-byte probes, dropped every
+/// capacity probe of a QP with a larger MTU: a path taken out of rotation never
+/// came back, and its QP probed it for as long as it lived).
+const PROBE_QUEUE_DATAGRAMS: usize = 2;
 
 /// Configuration of a [`MemFabric`].
 #[derive(Clone, Debug, PartialEq)]
@@ -118,6 +124,10 @@ pub(crate) struct FabricInner {
 #[derive(Clone)]
 pub struct MemFabric {
     inner: Arc<Mutex<FabricInner>>,
+    /// Threads waiting for the fabric's lock ([`MemFabric::lock`]): a poll that
+    /// runs the network gives it up to them instead of running on (see
+    /// [`MemFabric::progress`]).
+    waiting: Arc<AtomicUsize>,
     id: u64,
     seed: u64,
 }
@@ -157,13 +167,25 @@ impl MemFabric {
                 hosts: Vec::new(),
                 links: Vec::new(),
             })),
+            waiting: Arc::new(AtomicUsize::new(0)),
             id: FABRIC_IDS.fetch_add(1, Ordering::Relaxed),
             seed,
         })
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, FabricInner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        if let Ok(f) = self.inner.try_lock() {
+            return f;
+        }
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let f = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        f
+    }
+
+    /// Whether another thread waits for the fabric.
+    fn contended(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) > 0
     }
 
     /// Number of contexts opened on the fabric.
@@ -258,13 +280,18 @@ impl MemFabric {
         );
         f.hosts.push(me);
         let specs = f.cfg.paths.clone();
+        let probe_limit = PROBE_QUEUE_DATAGRAMS * f.cfg.mtu;
         for (j, &other) in f.hosts.clone().iter().enumerate() {
             for (k, spec) in specs.iter().enumerate() {
-                let fwd = f.net.add_link(spec.link_config());
+                let link = LinkConfig {
+                    probe_queue_limit_bytes: probe_limit,
+                    ..spec.link_config()
+                };
+                let fwd = f.net.add_link(link.clone());
                 f.net.set_route(me, (j * p + k) as u16, other, &[fwd]);
                 f.links.push(fwd);
                 if other != me {
-                    let rev = f.net.add_link(spec.link_config());
+                    let rev = f.net.add_link(link);
                     f.net.set_route(other, (index * p + k) as u16, me, &[rev]);
                     f.links.push(rev);
                 }
@@ -273,14 +300,79 @@ impl MemFabric {
         Ok((index, me))
     }
 
-    /// Processes events until `done` holds or `budget` events were processed or
-    /// nothing is pending.
+    /// Processes events until `done` holds, [`EVENTS_PER_POLL`] steps were
+    /// taken, nothing is pending, or another thread waits for the fabric.
+    ///
+    /// The last keeps every thread of a program going: the lock is not fair,
+    /// and a thread polling an empty queue while the network always has an
+    /// event due (a timer) would take it back again and again, running virtual
+    /// seconds, while another thread waited seconds of wall time to post its
+    /// next request. With a thread waiting, a poll takes one step and lets it in.
     pub(crate) fn progress(&self, done: impl Fn() -> bool) {
         let mut f = self.lock();
-        for _ in 0..EVENTS_PER_POLL {
-            if done() || !f.net.step() {
+        for i in 0..EVENTS_PER_POLL {
+            // At least one step per call, so that two threads polling in turn
+            // both move the network.
+            if done() || (i > 0 && self.contended()) || !f.net.step() {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AccessFlags, Context, ContextAttr, QpInitAttr, RemoteAddr, SendWr, Sge};
+
+    /// A poll made while another thread waits for the fabric takes one step
+    /// (every event of the earliest instant) and returns; without a waiter it
+    /// runs on.
+    #[test]
+    fn a_poll_lets_a_waiting_thread_in_after_one_step() {
+        let fabric = MemFabric::new(1, FabricConfig::default()).unwrap();
+        let open = |seed| {
+            let ctx = Context::open_mem(
+                &fabric,
+                ContextAttr {
+                    seed,
+                    ..ContextAttr::default()
+                },
+            )
+            .unwrap();
+            let pd = ctx.alloc_pd().unwrap();
+            let cq = ctx.create_cq(16).unwrap();
+            let qp = ctx.create_qp(&pd, &cq, &cq, QpInitAttr::default()).unwrap();
+            let mr = pd.register(1 << 20, AccessFlags::ALL).unwrap();
+            (ctx, cq, qp, mr)
+        };
+        let (_a, _acq, aqp, amr) = open(1);
+        let (_b, _bcq, bqp, bmr) = open(2);
+        aqp.connect(&bqp.endpoint()).unwrap();
+        bqp.connect(&aqp.endpoint()).unwrap();
+        let remote = RemoteAddr {
+            addr: bmr.addr(),
+            rkey: bmr.rkey(),
+        };
+        let src = vec![Sge::new(&amr, 0, 1 << 20)];
+        aqp.post_send(&SendWr::write(1, src, remote)).unwrap();
+
+        let next = |f: &MemFabric| f.lock().net.next_event().expect("the WRITE is pending");
+        let first = next(&fabric);
+        fabric.waiting.fetch_add(1, Ordering::AcqRel);
+        fabric.progress(|| false);
+        fabric.waiting.fetch_sub(1, Ordering::AcqRel);
+        assert_eq!(
+            fabric.now(),
+            first,
+            "a contended poll took more than one step"
+        );
+
+        let second = next(&fabric);
+        fabric.progress(|| false);
+        assert!(
+            fabric.now() > second,
+            "an uncontended poll took one step only"
+        );
     }
 }

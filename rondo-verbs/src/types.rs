@@ -443,6 +443,14 @@ pub struct QpStats {
     /// replayed or corrupt): referring to nothing sent, a probe ACK for no
     /// outstanding probe, a highest PSN or a cumulative ACK past what was sent.
     pub rejected_acks: u64,
+    /// Probes the engine sent: capacity probes, and probes of paths it took out
+    /// of rotation.
+    pub probes_sent: u64,
+    /// Probes the peer answered.
+    pub probes_acked: u64,
+    /// Times a path was taken out of rotation (it rejoins when a probe on it is
+    /// answered).
+    pub path_downs: u64,
 }
 
 /// Counters of a context's datagram input: what was dropped before any QP saw it.

@@ -156,3 +156,27 @@ fn forged_ack_for(p: &Pair, acked: u32) -> Vec<u8> {
     });
     to_b(p, 0, body, &[])
 }
+
+/// Capacity probes of a QP whose MTU is larger than 1500 bytes cross the
+/// fabric: its probe class held two 1500-byte probes, so every probe of a
+/// 9000-byte QP was dropped, and a path taken out of rotation never came back.
+#[test]
+fn capacity_probes_of_a_jumbo_mtu_qp_are_answered() {
+    let attr = QpInitAttr::default();
+    assert!(
+        attr.mtu > 3000,
+        "the case needs probes larger than 3000 bytes"
+    );
+    let p = pair_with(FabricConfig::default(), 3, attr, 4 * LEN);
+    let remote = RemoteAddr {
+        addr: p.b.mr.addr(),
+        rkey: p.b.mr.rkey(),
+    };
+    let src = vec![Sge::new(&p.a.mr, 0, 4 * LEN as u32)];
+    p.a.qp.post_send(&SendWr::write(1, src, remote)).unwrap();
+    let wc = one(&p.a.cq);
+    assert_eq!(wc.status, WcStatus::Success);
+    let s = p.a.qp.stats();
+    assert!(s.probes_sent > 0, "no capacity probe was sent: {s:?}");
+    assert!(s.probes_acked > 0, "no capacity probe was answered: {s:?}");
+}

@@ -219,6 +219,15 @@ impl Sender {
 }
 
 impl Core {
+    /// Whether the flow has a message not yet completely acknowledged: only then
+    /// are paths out of rotation probed. An idle flow (a QP between messages, or
+    /// the answering side of one) would otherwise send a probe per
+    /// `down_probe_interval` for as long as it lives; its paths are probed again
+    /// as soon as it has a message (their probe times are then already due).
+    fn wants_paths(&self) -> bool {
+        !self.messages.is_empty()
+    }
+
     fn has_data(&self) -> bool {
         !self.retx.is_empty() || self.new_data_allowed()
     }

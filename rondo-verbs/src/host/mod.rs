@@ -435,6 +435,9 @@ impl VerbsHost {
                 + tx.unexpected_probe_acks
                 + tx.implausible_highest
                 + tx.rejected_cum_acks;
+            s.probes_sent = tx.probes_sent;
+            s.probes_acked = tx.probes_acked;
+            s.path_downs = tx.path_downs;
         }
         s.bytes_placed_direct = lock(&slot.rx).bytes_direct;
         s
