@@ -35,3 +35,25 @@ fn one_message_over_four_paths() {
         .all(|p| p.counters().data_sent > 0));
     assert!(tb.sender().scheduler_enabled_at().is_some());
 }
+
+/// A flow with a 9000-byte MTU gets its capacity probes answered: the testbed's
+/// probe class holds two of its probes (the links' default, two 1500-byte
+/// probes, dropped every one).
+#[test]
+fn jumbo_capacity_probes_cross_the_testbed() {
+    let paths = [PathSpec::new(25.0, 5.0), PathSpec::new(25.0, 5.0)];
+    let cfg = FlowConfig {
+        mtu: 9000,
+        ..FlowConfig::default()
+    };
+    let buffer = BufferConfig {
+        slot_size: 9000,
+        ..BufferConfig::default()
+    };
+    let mut tb = Testbed::new(1, 50.0, &paths, &cfg, buffer).unwrap();
+    tb.post(1, vec![7; 2_000_000]).unwrap();
+    assert!(tb.run_until(Instant::from_us(20_000), |t| t.send_completions() == 1));
+    let s = tb.sender().sender_stats();
+    assert!(s.probes_sent > 0, "{s:?}");
+    assert!(s.probes_acked > 0, "{s:?}");
+}

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// Events processed by one poll of a completion queue that finds it empty, at most.
 const EVENTS_PER_POLL: usize = 4096;
 
-/// The probe class of every fabric link holds this many of the fabric's largest
-/// datagrams (the simulator's default, two 1500-byte probes, dropped every
+/// The probe class of every fabric link holds at least this many of the fabric's
+/// largest datagrams (the simulator's default, two 1500-byte probes, dropped every
 /// capacity probe of a QP with a larger MTU: a path taken out of rotation never
 /// came back, and its QP probed it for as long as it lived).
 const PROBE_QUEUE_DATAGRAMS: usize = 2;
@@ -284,7 +284,7 @@ impl MemFabric {
         for (j, &other) in f.hosts.clone().iter().enumerate() {
             for (k, spec) in specs.iter().enumerate() {
                 let link = LinkConfig {
-                    probe_queue_limit_bytes: probe_limit,
+                    probe_queue_limit_bytes: spec.probe_queue_limit_bytes.max(probe_limit),
                     ..spec.link_config()
                 };
                 let fwd = f.net.add_link(link.clone());

@@ -21,6 +21,11 @@ pub struct PathSpec {
     /// Tail-drop threshold of the control and the data class, each, in queued
     /// bytes ([`LinkConfig::queue_limit_bytes`]).
     pub queue_limit_bytes: usize,
+    /// Tail-drop threshold of the probe class, in queued bytes
+    /// ([`LinkConfig::probe_queue_limit_bytes`]: two 1500-byte probes by
+    /// default; a [`super::Testbed`] raises it to two of its flow's MTU-sized
+    /// probes).
+    pub probe_queue_limit_bytes: usize,
 }
 
 impl PathSpec {
@@ -33,14 +38,15 @@ impl PathSpec {
             duplicate: 0.0,
             jitter: Duration::ZERO,
             queue_limit_bytes: LinkConfig::DEFAULT_QUEUE_LIMIT_BYTES,
+            probe_queue_limit_bytes: LinkConfig::DEFAULT_PROBE_QUEUE_LIMIT_BYTES,
         }
     }
 
-    /// The link configuration of one direction of this path (the default probe
-    /// queue limit, no ECN).
+    /// The link configuration of one direction of this path (no ECN).
     pub fn link_config(&self) -> LinkConfig {
         LinkConfig {
             queue_limit_bytes: self.queue_limit_bytes,
+            probe_queue_limit_bytes: self.probe_queue_limit_bytes,
             loss: self.loss,
             duplicate: self.duplicate,
             jitter: self.jitter,
