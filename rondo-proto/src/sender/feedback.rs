@@ -348,11 +348,14 @@ impl Core {
 
     /// Packets known delivered whose own ACK never came back leave their path's
     /// inflight two path RTTs after they were sent.
-    pub(super) fn expire_acked_inflight(&mut self, now: Instant) {
+    /// Returns whether a packet left its path's inflight (its window has room
+    /// again).
+    pub(super) fn expire_acked_inflight(&mut self, now: Instant) -> bool {
         // Nothing acknowledged is still counted in flight: no scan.
         if self.inflight_expiry.is_none() {
-            return;
+            return false;
         }
+        let mut expired = false;
         let mut next: Option<Instant> = None;
         for i in 0..self.table.len() {
             let e = self.table[i];
@@ -364,12 +367,14 @@ impl Core {
                 if at <= now {
                     self.table[i].in_flight = false;
                     self.paths.remove_in_flight(e.path as usize);
+                    expired = true;
                 } else {
                     next = Some(next.map_or(at, |t| t.min(at)));
                 }
             }
         }
         self.inflight_expiry = next;
+        expired
     }
 
     fn pop_acked(&mut self, events: &mut VecDeque<Event>) {

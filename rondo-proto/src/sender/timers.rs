@@ -51,7 +51,12 @@ impl Sender {
         if self.core.failed.is_some() {
             return;
         }
-        self.core.expire_acked_inflight(now);
+        if self.core.expire_acked_inflight(now) {
+            // A window that selection found shut has room again: with nothing
+            // else in flight no feedback would come to say so, and the flow
+            // would wait for ever (UET at 10% loss over the verbs layer did).
+            self.select_blocked = false;
+        }
         let tick = self.cc.on_tick(now, &self.core.paths, &self.core);
         if tick.probing_phases > 0 {
             // Written only when it moves: the counters' line is cold otherwise.
