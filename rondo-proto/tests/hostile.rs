@@ -287,12 +287,11 @@ fn probe_acks_for_no_outstanding_probe_are_ignored() {
     assert_eq!(conn.sender_stats().unexpected_probe_acks, 50);
 }
 
-/// Row 9: one of four paths black-holed with a host-stack early-recovery
-/// threshold (1024 packets), so that only the retransmission timer finds its
-/// losses. Those losses now count toward taking the path down, because the path
-/// stayed silent while the others answered: it goes down and the transfer ends.
-#[test]
-fn a_black_holed_path_goes_down_when_only_the_timer_finds_its_losses() {
+/// A 3 MB transfer over four paths with path 2 black-holed and a host-stack
+/// early-recovery threshold (1024 packets), so that only the retransmission
+/// timer finds path 2's losses; run for 200 ms, by when path 2 must have been
+/// taken down and the transfer finished.
+fn transfer_past_a_black_holed_path() -> (FlowConfig, Net) {
     let cfg = FlowConfig {
         early_recovery_threshold: 1024,
         ..config()
@@ -313,6 +312,15 @@ fn a_black_holed_path_goes_down_when_only_the_timer_finds_its_losses() {
         net.completed(1) && net.delivered(1),
         "the transfer finished"
     );
+    (cfg, net)
+}
+
+/// Row 9: the timer's losses on the black-holed path count toward taking it
+/// down, because the path stayed silent while the others answered: it goes
+/// down and the transfer ends ([`transfer_past_a_black_holed_path`]).
+#[test]
+fn a_black_holed_path_goes_down_when_only_the_timer_finds_its_losses() {
+    transfer_past_a_black_holed_path();
 }
 
 /// A flow with nothing outstanding does not probe the paths it took out of
@@ -321,23 +329,7 @@ fn a_black_holed_path_goes_down_when_only_the_timer_finds_its_losses() {
 /// ever). Its next message probes them again at once.
 #[test]
 fn an_idle_flow_probes_its_down_paths_only_when_it_has_a_message() {
-    let cfg = FlowConfig {
-        early_recovery_threshold: 1024,
-        ..config()
-    };
-    let mut net = Net::new(&cfg);
-    net.black_holed.push(2);
-    net.a
-        .post(net.ha, Instant::ZERO, 1, message(3_000_000))
-        .unwrap();
-    net.run_until(Instant::from_us(200_000));
-    assert!(net.completed(1), "the transfer finished");
-    assert!(
-        net.events_a
-            .iter()
-            .any(|e| matches!(e, Event::PathDown { path: 2 })),
-        "path 2 was taken down"
-    );
+    let (cfg, mut net) = transfer_past_a_black_holed_path();
     let probes = |net: &Net| net.a.connection(net.ha).sender_stats().probes_sent;
     let idle = probes(&net);
     net.run_until(net.now + cfg.down_probe_interval.saturating_mul(50));
