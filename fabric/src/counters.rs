@@ -13,6 +13,9 @@ pub struct ClassCounters {
     pub enqueued: u64,
     /// Packets dropped because the class's queue was over its threshold.
     pub dropped_queue: u64,
+    /// Of those, packets larger than the whole threshold: they can never be
+    /// queued (raise the class's `queue_kb`).
+    pub oversize: u64,
     /// Packets dropped at random (the path's loss rate).
     pub lost: u64,
     /// Packets dropped because the path was down.
@@ -177,6 +180,24 @@ impl Counters {
                 );
             }
         }
+        for (name, n) in [
+            ("control", self.sum(|e| e.control.oversize)),
+            ("data", self.sum(|e| e.data.oversize)),
+            ("probe", self.sum(|e| e.probe.oversize)),
+        ] {
+            if n > 0 {
+                let _ = writeln!(
+                    s,
+                    "warning: {n} {name} datagrams were larger than the {name} class's whole \
+                     threshold and can never be queued: raise queue_kb.{name} above the \
+                     largest datagram (for Rondo's capacity probes, its MTU)"
+                );
+            }
+        }
         s
+    }
+
+    fn sum(&self, f: impl Fn(&EgressCounters) -> u64) -> u64 {
+        self.egress.iter().map(f).sum()
     }
 }

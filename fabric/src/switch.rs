@@ -238,6 +238,7 @@ impl Switch {
         let len = data.len() as u64;
         if eg.bytes[c] + len > p.limits[c] {
             counters.dropped_queue += 1;
+            counters.oversize += u64::from(len > p.limits[c]);
             return Verdict::QueueFull;
         }
         if p.loss > 0.0 && self.rng.chance(p.loss) {

@@ -131,6 +131,36 @@ fn the_small_probe_threshold_drops_probes_and_spares_data() {
     assert!(verdicts.contains(&Verdict::QueueFull));
 }
 
+/// A probe larger than the probe class's whole threshold (4 KB here, a 9000-byte
+/// capacity probe) is dropped even on an idle path, every time: counted apart,
+/// and the table says what to raise.
+#[test]
+fn a_datagram_larger_than_its_class_threshold_is_counted_and_reported() {
+    let mut sw = Switch::new(&topo(""), Instant::ZERO);
+    for _ in 0..3 {
+        assert_eq!(
+            sw.arrive(Instant::ZERO, a(20000), &packet(2, 9000)),
+            Verdict::QueueFull
+        );
+    }
+    sw.arrive(Instant::ZERO, a(20000), &packet(2, 1000));
+    let c = sw.counters();
+    let probe = c.class(1, 0, Class::Probe);
+    assert_eq!(
+        (probe.dropped_queue, probe.oversize, probe.enqueued),
+        (3, 3, 1)
+    );
+    let table = c.to_table();
+    assert!(
+        table.contains("warning: 3 probe datagrams") && table.contains("queue_kb.probe"),
+        "{table}"
+    );
+    assert!(!Switch::new(&topo(""), Instant::ZERO)
+        .counters()
+        .to_table()
+        .contains("warning"));
+}
+
 #[test]
 fn data_above_the_ecn_threshold_is_marked() {
     let mut sw = Switch::new(&topo(""), Instant::ZERO);
