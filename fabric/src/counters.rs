@@ -120,10 +120,7 @@ impl Counters {
 
     /// Everything delivered, packets.
     pub fn delivered(&self) -> u64 {
-        self.egress
-            .iter()
-            .map(|e| e.control.delivered + e.data.delivered + e.probe.delivered)
-            .sum()
+        self.sum(|e| e.control.delivered + e.data.delivered + e.probe.delivered)
     }
 
     /// JSON text.
@@ -197,6 +194,7 @@ impl Counters {
         s
     }
 
+    /// `f` summed over every egress.
     fn sum(&self, f: impl Fn(&EgressCounters) -> u64) -> u64 {
         self.egress.iter().map(f).sum()
     }

@@ -10,19 +10,13 @@
 use crate::host::VerbsHost;
 use crate::VerbsError;
 use rondo_proto::{Host, Instant, Transmit, TxBuffer};
-use rondo_sim::pair::{HostId, LinkConfig, LinkId, Network, PathSpec, DEFAULT_MTU};
+use rondo_sim::pair::{HostId, LinkId, Network, PathSpec, DEFAULT_MTU};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Events processed by one poll of a completion queue that finds it empty, at most.
 const EVENTS_PER_POLL: usize = 4096;
-
-/// The probe class of every fabric link holds at least this many of the fabric's
-/// largest datagrams (the simulator's default, two 1500-byte probes, dropped every
-/// capacity probe of a QP with a larger MTU: a path taken out of rotation never
-/// came back, and its QP probed it for as long as it lived).
-const PROBE_QUEUE_DATAGRAMS: usize = 2;
 
 /// Configuration of a [`MemFabric`].
 #[derive(Clone, Debug, PartialEq)]
@@ -279,19 +273,16 @@ impl MemFabric {
             gbps,
         );
         f.hosts.push(me);
-        let specs = f.cfg.paths.clone();
-        let probe_limit = PROBE_QUEUE_DATAGRAMS * f.cfg.mtu;
+        // Every link's probe class holds a QP's MTU-sized capacity probes.
+        let mtu = f.cfg.mtu;
+        let specs: Vec<PathSpec> = f.cfg.paths.iter().map(|s| s.for_mtu(mtu)).collect();
         for (j, &other) in f.hosts.clone().iter().enumerate() {
             for (k, spec) in specs.iter().enumerate() {
-                let link = LinkConfig {
-                    probe_queue_limit_bytes: spec.probe_queue_limit_bytes.max(probe_limit),
-                    ..spec.link_config()
-                };
-                let fwd = f.net.add_link(link.clone());
+                let fwd = f.net.add_link(spec.link_config());
                 f.net.set_route(me, (j * p + k) as u16, other, &[fwd]);
                 f.links.push(fwd);
                 if other != me {
-                    let rev = f.net.add_link(link);
+                    let rev = f.net.add_link(spec.link_config());
                     f.net.set_route(other, (index * p + k) as u16, me, &[rev]);
                     f.links.push(rev);
                 }

@@ -219,13 +219,14 @@ impl Sender {
 }
 
 impl Core {
-    /// Whether the flow has a message not yet completely acknowledged: only then
-    /// are paths out of rotation probed. An idle flow (a QP between messages, or
-    /// the answering side of one) would otherwise send a probe per
-    /// `down_probe_interval` for as long as it lives; its paths are probed again
-    /// as soon as it has a message (their probe times are then already due).
-    fn wants_paths(&self) -> bool {
-        !self.messages.is_empty()
+    /// Whether paths out of rotation are probed now: there are some, and the
+    /// flow has a message not yet completely acknowledged. An idle flow (a QP
+    /// between messages, or the answering side of one) would otherwise send a
+    /// probe per `down_probe_interval` for as long as it lives; its paths are
+    /// probed again as soon as it has a message (their probe times are then
+    /// already due).
+    fn probes_down_paths(&self) -> bool {
+        self.paths.down() > 0 && !self.messages.is_empty()
     }
 
     fn has_data(&self) -> bool {

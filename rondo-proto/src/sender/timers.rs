@@ -18,7 +18,7 @@ impl Sender {
             return None;
         }
         let mut t = self.cc.poll_timeout().unwrap_or(Instant::MAX);
-        if c.paths.down() > 0 && c.wants_paths() {
+        if c.probes_down_paths() {
             for (p, status) in c.paths.iter().zip(c.paths.statuses()) {
                 if *status == PathStatus::Down {
                     t = t.min(p.next_down_probe);

@@ -53,7 +53,7 @@ impl Sender {
         if c.failed.is_some() {
             return None;
         }
-        let down_probe = if c.paths.down() > 0 && c.wants_paths() {
+        let down_probe = if c.probes_down_paths() {
             (0..c.paths.len()).find(|&i| !c.paths.is_up(i) && c.paths[i].next_down_probe <= now)
         } else {
             None

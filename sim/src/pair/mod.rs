@@ -43,7 +43,7 @@ mod preset;
 mod testbed;
 
 pub use link::{ClassStats, LinkConfig, LinkStats, QueueSample};
-pub use preset::{Pair, PathSpec};
+pub use preset::{Pair, PathSpec, PROBE_QUEUE_DATAGRAMS};
 pub use testbed::{Testbed, TestbedError};
 
 use crate::net::Slab;

@@ -23,10 +23,12 @@ pub struct PathSpec {
     pub queue_limit_bytes: usize,
     /// Tail-drop threshold of the probe class, in queued bytes
     /// ([`LinkConfig::probe_queue_limit_bytes`]: two 1500-byte probes by
-    /// default; a [`super::Testbed`] raises it to two of its flow's MTU-sized
-    /// probes).
+    /// default; [`PathSpec::for_mtu`] raises it for larger datagrams).
     pub probe_queue_limit_bytes: usize,
 }
+
+/// MTU-sized probes the probe class of a [`PathSpec::for_mtu`] path holds at least.
+pub const PROBE_QUEUE_DATAGRAMS: usize = 2;
 
 impl PathSpec {
     /// A lossless path of `gbps` Gbit/s with a one-way delay of `delay_us` microseconds.
@@ -39,6 +41,19 @@ impl PathSpec {
             jitter: Duration::ZERO,
             queue_limit_bytes: LinkConfig::DEFAULT_QUEUE_LIMIT_BYTES,
             probe_queue_limit_bytes: LinkConfig::DEFAULT_PROBE_QUEUE_LIMIT_BYTES,
+        }
+    }
+
+    /// This path for datagrams of up to `mtu` bytes: its probe class holds at
+    /// least [`PROBE_QUEUE_DATAGRAMS`] of them (the default, two 1500-byte
+    /// probes, drops every capacity probe of a flow with a larger MTU, and a path
+    /// taken out of rotation never comes back).
+    pub fn for_mtu(&self, mtu: usize) -> PathSpec {
+        PathSpec {
+            probe_queue_limit_bytes: self
+                .probe_queue_limit_bytes
+                .max(PROBE_QUEUE_DATAGRAMS * mtu),
+            ..self.clone()
         }
     }
 

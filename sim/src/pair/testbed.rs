@@ -57,14 +57,7 @@ impl Testbed {
         let mut cfg_b = cfg.clone();
         cfg_b.seed = cfg.seed.wrapping_add(1);
         let conn_b = b.connect(Instant::ZERO, 2, 1, &cfg_b)?;
-        // The probe class holds at least two of the flow's MTU-sized probes.
-        let paths: Vec<PathSpec> = paths
-            .iter()
-            .map(|p| PathSpec {
-                probe_queue_limit_bytes: p.probe_queue_limit_bytes.max(2 * cfg.mtu),
-                ..p.clone()
-            })
-            .collect();
+        let paths: Vec<PathSpec> = paths.iter().map(|p| p.for_mtu(cfg.mtu)).collect();
         Ok(Testbed {
             pair: Pair::on(Network::with_mtu(seed, cfg.mtu), a, b, host_gbps, &paths),
             conn_a,
