@@ -276,8 +276,18 @@ impl Connection {
 
     /// Runs the timers that are due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        if let Some(s) = self.sender.built_mut() {
-            s.handle_timeout(now, &mut self.events);
+        self.run_timers(now);
+    }
+
+    /// Runs the timers that are due at `now`; false when none was (a wake-up
+    /// for the send time alone), so that nothing changed.
+    pub(crate) fn run_timers(&mut self, now: Instant) -> bool {
+        match self.sender.built_mut() {
+            Some(s) if s.timers_due(now) => {
+                s.handle_timeout(now, &mut self.events);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -449,5 +459,145 @@ impl Closed {
     /// When the next answer is due.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         self.rx.feedback_due()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cc::CongestionControl;
+    use crate::message::ExternalBytes;
+    use crate::time::Duration;
+    use crate::{
+        BufferConfig, ConnectionHandle, Endpoint, FlowConfig, Host, Instant, Message, SharedBuffer,
+        Transport,
+    };
+    use std::collections::VecDeque;
+    use std::sync::Arc;
+
+    /// Message bytes whose `Debug` is short (the test compares a sender's
+    /// `Debug` before and after).
+    #[derive(Debug)]
+    struct Pattern(usize);
+
+    impl ExternalBytes for Pattern {
+        fn len(&self) -> usize {
+            self.0
+        }
+
+        fn read(&self, offset: usize, dst: &mut [u8]) {
+            for (i, b) in dst.iter_mut().enumerate() {
+                *b = ((offset + i) % 251) as u8;
+            }
+        }
+
+        fn addr(&self, _offset: usize, _len: usize) -> Option<usize> {
+            None
+        }
+    }
+
+    /// Runs a transfer of `transport` over two endpoints joined by a wire of 3-7
+    /// us each way that drops every `drop_every`th datagram; at every step where the
+    /// sender's timers are not due (`Sender::timers_due`), runs them anyway and
+    /// checks that nothing changed. Returns how many such steps there were.
+    fn send_only_wake_ups(transport: Transport, drop_every: u64) -> usize {
+        let cfg = FlowConfig {
+            transport,
+            paths: 4,
+            line_rate_bps: 25_000_000_000,
+            ..FlowConfig::default()
+        };
+        let buffer = || SharedBuffer::in_heap(BufferConfig::default()).expect("buffer");
+        let (mut a, mut b) = (Endpoint::new(buffer()), Endpoint::new(buffer()));
+        let mut now = Instant::from_us(1);
+        let tx: ConnectionHandle = a.connect(now, 1, 2, &cfg).expect("connect");
+        b.connect(now, 2, 1, &cfg).expect("connect");
+        for id in 0..8 {
+            let msg = Message::new(Vec::new(), Arc::new(Pattern(60_000)));
+            a.post(tx, now, id, msg).expect("post");
+        }
+        // (arrival, to b, path, bytes)
+        let mut wire: VecDeque<(Instant, bool, u16, Vec<u8>)> = VecDeque::new();
+        let mut buf = vec![0u8; cfg.mtu];
+        let (mut sent, mut checked) = (0u64, 0);
+        let end = now + Duration::from_ms(500);
+        while now < end && a.connection(tx).outstanding_messages() > 0 {
+            while wire.front().is_some_and(|d| d.0 <= now) {
+                let (_, to_b, path, bytes) = wire.pop_front().expect("front");
+                let ep = if to_b { &mut b } else { &mut a };
+                ep.handle_datagram(now, path, &bytes, false);
+            }
+            // At every step, and at times after it (between the step and the
+            // next, nothing changes the sender): whenever its timers are not due,
+            // running them changes nothing.
+            if let Some(s) = a.connection_mut(tx).sender.built_mut() {
+                // The step, a little later, and the moments where state that
+                // `handle_timeout` tidies is just due or just not.
+                let edges = [
+                    s.cc.probing_until().filter(|&t| t != Instant::MAX),
+                    s.core.inflight_expiry,
+                ];
+                let later = [0, 20].map(|us| now + Duration::from_us(us));
+                let at_edges = edges
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|t| [Instant::from_ps(t.as_ps().saturating_sub(1)), t]);
+                for at in later.into_iter().chain(at_edges).filter(|&t| t >= now) {
+                    if !s.timers_due(at) {
+                        let before = format!("{s:?}");
+                        let mut events = VecDeque::new();
+                        s.handle_timeout(at, &mut events);
+                        let after = format!("{s:?}");
+                        assert_eq!(after, before, "{} at {at:?}", transport.name());
+                        assert!(events.is_empty());
+                        checked += 1;
+                    }
+                }
+            }
+            for (ep, to_b) in [(&mut a, true), (&mut b, false)] {
+                if ep.poll_timeout().is_some_and(|t| t <= now) {
+                    ep.handle_timeout(now);
+                }
+                while let Some(t) = ep.poll_transmit(now, &mut buf[..]) {
+                    sent += 1;
+                    if sent % drop_every != 0 {
+                        // 3-7 us: RTT samples move, datagrams overtake.
+                        let at = now + Duration::from_us(3 + sent * 7 % 5);
+                        let i = wire.partition_point(|d| d.0 <= at);
+                        wire.insert(i, (at, to_b, t.path, buf[..t.len].to_vec()));
+                    }
+                }
+                while ep.poll_event(ConnectionHandle(0)).is_some() {}
+            }
+            let next = [
+                wire.front().map(|d| d.0),
+                a.poll_timeout(),
+                b.poll_timeout(),
+            ]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(end);
+            now = next.max(now + Duration::from_ns(1));
+        }
+        assert_eq!(
+            a.connection(tx).outstanding_messages(),
+            0,
+            "{} did not finish",
+            transport.name()
+        );
+        checked
+    }
+
+    /// The endpoint skips a connection's timers when only its send time came
+    /// (`Sender::timers_due`): running them then must change nothing.
+    #[test]
+    fn a_wake_up_for_the_send_time_alone_changes_nothing() {
+        let mut paced = 0;
+        for transport in Transport::all() {
+            // Without loss and with it (acknowledged packets still in flight).
+            paced += send_only_wake_ups(transport, u64::MAX);
+            paced += send_only_wake_ups(transport, 11);
+        }
+        assert!(paced > 100, "{paced} send-only wake-ups");
     }
 }

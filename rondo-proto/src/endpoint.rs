@@ -586,10 +586,15 @@ impl Host for Endpoint {
         due.clear();
         self.schedule.due(now, &mut due);
         for &i in &due {
-            if let Slot::Open(c) = &mut self.conns[i] {
-                c.handle_timeout(now);
+            // A connection woken for its send time alone keeps its deadline:
+            // `poll_transmit` serves it (a paced sender's every packet).
+            let ran = match &mut self.conns[i] {
+                Slot::Open(c) => c.run_timers(now),
+                _ => true,
+            };
+            if ran {
+                self.touch(i);
             }
-            self.touch(i);
         }
         self.due = due;
     }

@@ -47,6 +47,32 @@ impl Sender {
         (t != Instant::MAX).then_some(t)
     }
 
+    /// Whether [`Sender::handle_timeout`] at `now` has anything to do: a timer
+    /// of the controller or of the recovery is due, or state that it settles is
+    /// waiting. False when the only deadline that came is the send time, which
+    /// `poll_transmit` serves: a paced sender is woken for each packet, and the
+    /// wake-up then skips the timers' pass and the deadline's recomputation
+    /// (nothing they read has changed). Exact: every part of `handle_timeout`
+    /// acts only on these (the controllers' ticks and the recoveries' timeouts
+    /// do nothing before their `poll_timeout`, but for the end of a probing
+    /// phase; a scan for acknowledged packets still in flight runs whenever
+    /// there is one, since it also refreshes its own deadline).
+    pub(crate) fn timers_due(&self, now: Instant) -> bool {
+        let c = &self.core;
+        if c.failed.is_some() {
+            return false;
+        }
+        c.inflight_expiry.is_some()
+            || !c.losses.is_empty()
+            || !c.downed.is_empty()
+            || !c.pending_path_events.is_empty()
+            || self.cc.poll_timeout().is_some_and(|t| t <= now)
+            // A probing phase that has ended is cleared at the tick: whether
+            // one is under way at all puts the connection in the probing set.
+            || self.cc.probing_until().is_some_and(|end| end <= now)
+            || self.recovery.poll_timeout(c).is_some_and(|t| t <= now)
+    }
+
     pub(crate) fn handle_timeout(&mut self, now: Instant, events: &mut VecDeque<Event>) {
         if self.core.failed.is_some() {
             return;
