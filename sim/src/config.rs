@@ -64,6 +64,16 @@ pub enum Routing {
     /// The next hop whose egress data queue holds the fewest bytes, ties broken at
     /// random: switch-local adaptive routing.
     Adaptive,
+    /// By logical path, as Rondo's switch program steers by UDP source port
+    /// (`p4/`, `rondo fabric`): the flow's logical paths take distinct
+    /// equal-cost routes, none shared while there are no more logical paths than
+    /// routes, and as evenly as the counts allow when there are more (16 logical
+    /// paths over 4 routes: 4 on each). A packet's route is the digits of its
+    /// path index plus a per-flow offset, in the mixed radix of the fan-outs it
+    /// meets: each switch with `n` equal-cost next hops takes the next digit (its
+    /// value mod `n`) and passes the quotient on. The offset (a hash of the flow)
+    /// spreads the flows that use fewer logical paths than there are routes.
+    Steer,
 }
 
 impl Routing {
@@ -73,6 +83,7 @@ impl Routing {
             Routing::Ecmp => "ecmp",
             Routing::Spray => "spray",
             Routing::Adaptive => "adaptive",
+            Routing::Steer => "steer",
         }
     }
 }

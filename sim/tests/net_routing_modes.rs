@@ -2,7 +2,8 @@
 //! one packet key over a k=4 fat tree (host 0 -> host 15, two edge uplinks):
 //! ECMP keeps the key on one uplink, spray splits it evenly, adaptive prefers the
 //! shorter queue; every mode skips failed links; parallel-path switches keep
-//! routing by logical path.
+//! routing by logical path. On the 320-host Clos, steering gives a flow's logical
+//! paths distinct routes where ECMP hashing lets them share.
 
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::Priority;
@@ -89,7 +90,12 @@ fn adaptive_routing_avoids_the_longer_queue() {
 
 #[test]
 fn every_mode_skips_a_failed_uplink() {
-    for routing in [Routing::Ecmp, Routing::Spray, Routing::Adaptive] {
+    for routing in [
+        Routing::Ecmp,
+        Routing::Spray,
+        Routing::Adaptive,
+        Routing::Steer,
+    ] {
         let mut sim = fattree(routing);
         let down = uplink(&sim, 0);
         sim.schedule_link_change(Instant::ZERO, down, LinkChange::Fail)
@@ -129,4 +135,76 @@ fn parallel_path_switches_route_by_logical_path_in_every_mode() {
             .collect();
         assert_eq!(used, [0, 0, 50, 0], "{routing:?}");
     }
+}
+
+fn clos3(routing: Routing) -> Simulator {
+    let cfg = SimConfig {
+        seed: 3,
+        switch: SwitchConfig {
+            routing,
+            ..SwitchConfig::default()
+        },
+        ..SimConfig::default()
+    };
+    Simulator::new(
+        &Topology::Clos3 {
+            oversubscription: 1,
+        },
+        cfg,
+    )
+    .unwrap()
+}
+
+/// How many of the logical paths `0..paths` of flow `flow` from `src` to `dst`
+/// take each distinct route, largest first.
+fn route_counts(sim: &Simulator, src: usize, dst: usize, flow: u32, paths: u16) -> Vec<usize> {
+    let mut routes: Vec<Vec<LinkId>> = (0..paths)
+        .map(|p| sim.route(src, dst, flow, p).unwrap())
+        .collect();
+    routes.sort();
+    let mut counts: Vec<usize> = routes
+        .chunk_by(|a, b| a == b)
+        .map(|same| same.len())
+        .collect();
+    counts.sort_unstable_by(|a, b| b.cmp(a));
+    counts
+}
+
+/// Host 0 to host 64 crosses pods (16 routes), to host 16 stays in the pod (4).
+/// Steered, a flow with as many logical paths as routes uses every route once
+/// and one with 16 logical paths in the pod puts 4 on each route, for every
+/// flow; hashed, some of a flow's paths share a route and others go unused (the
+/// uneven load that reorders: issue 12).
+#[test]
+fn steering_gives_a_flows_logical_paths_distinct_routes() {
+    let steer = clos3(Routing::Steer);
+    let ecmp = clos3(Routing::Ecmp);
+    let mut hashed_shared = 0;
+    for flow in 0..32 {
+        assert_eq!(
+            route_counts(&steer, 0, 64, flow, 16),
+            [1; 16],
+            "flow {flow}"
+        );
+        assert_eq!(route_counts(&steer, 0, 16, flow, 4), [1; 4], "flow {flow}");
+        assert_eq!(route_counts(&steer, 0, 16, flow, 16), [4; 4], "flow {flow}");
+        // Fewer logical paths than routes: distinct routes still.
+        assert_eq!(route_counts(&steer, 0, 64, flow, 5), [1; 5], "flow {flow}");
+        if route_counts(&ecmp, 0, 64, flow, 16).len() < 16 {
+            hashed_shared += 1;
+        }
+    }
+    // Sixteen hashed paths all on distinct routes: 16!/16^16, about 1 in a million.
+    assert_eq!(hashed_shared, 32);
+}
+
+/// The per-flow offset spreads flows of one logical path over the routes, as a
+/// hash would: 64 flows from host 0 to host 64 use at least 12 of the 16.
+#[test]
+fn steered_single_path_flows_spread_over_the_routes() {
+    let steer = clos3(Routing::Steer);
+    let mut routes: Vec<Vec<LinkId>> = (0..64).map(|f| steer.route(0, 64, f, 0).unwrap()).collect();
+    routes.sort();
+    routes.dedup();
+    assert!(routes.len() >= 12, "{} routes", routes.len());
 }

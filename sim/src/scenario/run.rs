@@ -121,6 +121,7 @@ fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
         Some(RoutingSpec::Ecmp) => Routing::Ecmp,
         Some(RoutingSpec::Spray) => Routing::Spray,
         Some(RoutingSpec::Adaptive) => Routing::Adaptive,
+        Some(RoutingSpec::Steer) => Routing::Steer,
         None if transport.name() == "ar" => Routing::Adaptive,
         None => Routing::Ecmp,
     };

@@ -195,6 +195,8 @@ pub enum RoutingSpec {
     Spray,
     /// The equal-cost next hop with the shortest egress data queue.
     Adaptive,
+    /// By logical path, as Rondo's switch program steers by UDP source port.
+    Steer,
 }
 
 /// Baselines a scenario may already name, to come with the baselines issue: a

@@ -111,7 +111,7 @@ impl Simulator {
 
     /// The links a packet from `src` to `dst` takes when sent by the connection
     /// with local flow id `flow` on logical path `path`, with every link up: the
-    /// ECMP hash is a pure function of these and the seed.
+    /// ECMP hash, or the steered route, is a pure function of these and the seed.
     pub fn route(
         &self,
         src: usize,
@@ -120,16 +120,18 @@ impl Simulator {
         path: u16,
     ) -> Result<Vec<LinkId>, SimError> {
         self.check_pair(src, dst)?;
-        let key = self.packet_key(src as u32, dst as u32, flow, path);
+        let mut key = self.packet_key(src as u32, dst as u32, flow, path);
         let mut links = vec![LinkId(self.fabric.nic[src] as usize)];
         let mut node = self.fabric.links[self.fabric.nic[src] as usize].to;
         while node >= self.fabric.hosts {
-            let l = self.next_hop(node, dst as u32, key, path).ok_or_else(|| {
-                topo_err(
-                    format!("no route from {src} to {dst}"),
-                    "a connected topology",
-                )
-            })?;
+            let l = self
+                .next_hop(node, dst as u32, &mut key, path)
+                .ok_or_else(|| {
+                    topo_err(
+                        format!("no route from {src} to {dst}"),
+                        "a connected topology",
+                    )
+                })?;
             links.push(LinkId(l as usize));
             node = self.fabric.links[l as usize].to;
         }

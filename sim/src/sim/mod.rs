@@ -6,7 +6,7 @@ pub(crate) mod metrics;
 mod network;
 mod stalls;
 
-use crate::config::SimConfig;
+use crate::config::{Routing, SimConfig};
 use crate::error::{topo_err, SimError};
 use crate::net::fabric::{Fabric, NONE};
 use crate::net::port::Port;
@@ -308,8 +308,13 @@ impl Simulator {
     }
 
     pub(crate) fn packet_key(&self, src: u32, dst: u32, flow: u32, path: u16) -> u64 {
-        mix(mix(self.key_seed ^ (u64::from(src) << 32 | u64::from(dst)))
-            ^ (u64::from(flow) << 16 | u64::from(path)))
+        let flow_key = mix(self.key_seed ^ (u64::from(src) << 32 | u64::from(dst)));
+        if self.cfg.switch.routing == Routing::Steer {
+            // The route's digits ([`Routing::Steer`]): a per-flow offset (below
+            // 2^32, so that the sum never wraps) plus the path index.
+            return (mix(flow_key ^ u64::from(flow) << 16) >> 32) + u64::from(path);
+        }
+        mix(flow_key ^ (u64::from(flow) << 16 | u64::from(path)))
     }
 
     /// Schedules a change of a link at `at` (at or after now).

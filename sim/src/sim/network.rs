@@ -13,11 +13,12 @@ const CONTROL: usize = 0;
 
 impl Simulator {
     /// The next-hop link of a packet at switch `node` towards host `dst`, by the
-    /// switches' routing mode, skipping failed links.
-    fn route_packet(&mut self, node: u32, dst: u32, key: u64, path: u16) -> Option<u32> {
+    /// switches' routing mode, skipping failed links. With [`Routing::Steer`] the
+    /// switch takes the digit of `key` it routes by and leaves the rest in `key`.
+    fn route_packet(&mut self, node: u32, dst: u32, key: &mut u64, path: u16) -> Option<u32> {
         let s = self.fabric.switch_index(node);
         let routing = self.cfg.switch.routing;
-        if routing == Routing::Ecmp || self.fabric.by_path[s] {
+        if matches!(routing, Routing::Ecmp | Routing::Steer) || self.fabric.by_path[s] {
             return self.next_hop(node, dst, key, path);
         }
         let hops = self.fabric.next_hops(node, dst);
@@ -31,7 +32,7 @@ impl Simulator {
             }
             let q = match routing {
                 Routing::Adaptive => port.class_bytes[DATA],
-                Routing::Spray | Routing::Ecmp => 0,
+                Routing::Spray | Routing::Ecmp | Routing::Steer => 0,
             };
             if q < best {
                 (best, candidates, pick) = (q, 1, Some(l));
@@ -46,9 +47,11 @@ impl Simulator {
         pick
     }
 
-    /// The next-hop link at switch `node` towards host `dst` by ECMP hashing (or by
-    /// logical path on a parallel-path switch), skipping failed links.
-    pub(crate) fn next_hop(&self, node: u32, dst: u32, key: u64, path: u16) -> Option<u32> {
+    /// The next-hop link at switch `node` towards host `dst` by ECMP hashing, by
+    /// the next digit of `key` ([`Routing::Steer`], which leaves the remaining
+    /// digits in `key`) or by logical path on a parallel-path switch, skipping
+    /// failed links.
+    pub(crate) fn next_hop(&self, node: u32, dst: u32, key: &mut u64, path: u16) -> Option<u32> {
         let hops = self.fabric.next_hops(node, dst);
         let n = hops.len();
         if n == 0 {
@@ -59,8 +62,12 @@ impl Simulator {
             usize::from(path) % n
         } else if n == 1 {
             0
+        } else if self.cfg.switch.routing == Routing::Steer {
+            let digit = (*key % n as u64) as usize;
+            *key /= n as u64;
+            digit
         } else {
-            (mix(key ^ self.salts[s]) % n as u64) as usize
+            (mix(*key ^ self.salts[s]) % n as u64) as usize
         };
         let l = hops[first];
         if !self.ports[l as usize].failed {
@@ -160,7 +167,7 @@ impl Simulator {
 
     /// A packet arrived at switch `node` over link `ingress`.
     fn forward(&mut self, node: u32, ingress: u32, mut m: Meta) {
-        let Some(out) = self.route_packet(node, m.dst, m.key, m.path) else {
+        let Some(out) = self.route_packet(node, m.dst, &mut m.key, m.path) else {
             if self.fabric.next_hops(node, m.dst).is_empty() {
                 self.counters.drop_no_route += 1;
             } else {
