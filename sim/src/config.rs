@@ -56,8 +56,8 @@ impl Default for PfcConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Routing {
     /// A hash of the packet's key (its flow and logical path) and the switch's salt:
-    /// one route per (flow, path).
-    #[default]
+    /// one route per (flow, path), as a switch without Rondo's program hashes
+    /// the UDP source port.
     Ecmp,
     /// A uniformly random next hop per packet (from the simulator's seeded RNG).
     Spray,
@@ -73,6 +73,9 @@ pub enum Routing {
     /// meets: each switch with `n` equal-cost next hops takes the next digit (its
     /// value mod `n`) and passes the quotient on. The offset (a hash of the flow)
     /// spreads the flows that use fewer logical paths than there are routes.
+    /// The default: the fabric Rondo is built for (docs/engine.md "Steered
+    /// routes").
+    #[default]
     Steer,
 }
 
@@ -106,7 +109,7 @@ pub struct SwitchConfig {
     /// Probability that a switch drops a packet it forwards, at every switch egress
     /// (random loss, as from corruption: every class; 0 by default). Seeded.
     pub loss: f64,
-    /// Next-hop choice among equal-cost links (default: ECMP hashing).
+    /// Next-hop choice among equal-cost links (default: steering by logical path).
     pub routing: Routing,
     /// Drop every NAK a switch forwards (default off): the paper's App. A
     /// testbed does this so that a ConnectX-7 selective-repeat receiver keeps
@@ -123,7 +126,7 @@ impl Default for SwitchConfig {
             ecn: Some(EcnConfig::default()),
             pfc: None,
             loss: 0.0,
-            routing: Routing::Ecmp,
+            routing: Routing::Steer,
             drop_naks: false,
         }
     }

@@ -4,9 +4,14 @@
 
 use rondo_proto::time::{Duration, Instant};
 use rondo_proto::FlowConfig;
-use rondo_sim::{FlowSpec, LinkId, LinkKind, PathSpec, SimConfig, SimError, Simulator, Topology};
+use rondo_sim::{
+    FlowSpec, LinkId, LinkKind, PathSpec, Routing, SimConfig, SimError, Simulator, SwitchConfig,
+    Topology,
+};
 use std::collections::BTreeSet;
 
+/// A k-ary fat tree whose switches hash (ECMP), as this file's routes assume
+/// (the default steers: `net_routing_modes.rs`).
 fn fattree(k: u32, seed: u64) -> Simulator {
     let topo = Topology::FatTree {
         k,
@@ -17,6 +22,10 @@ fn fattree(k: u32, seed: u64) -> Simulator {
         &topo,
         SimConfig {
             seed,
+            switch: SwitchConfig {
+                routing: Routing::Ecmp,
+                ..SwitchConfig::default()
+            },
             ..SimConfig::default()
         },
     )

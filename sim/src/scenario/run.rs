@@ -123,7 +123,7 @@ fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
         Some(RoutingSpec::Adaptive) => Routing::Adaptive,
         Some(RoutingSpec::Steer) => Routing::Steer,
         None if transport.name() == "ar" => Routing::Adaptive,
-        None => Routing::Ecmp,
+        None => Routing::default(),
     };
     let mut c = SwitchConfig {
         routing,
