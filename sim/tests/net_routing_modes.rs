@@ -14,21 +14,26 @@ use rondo_sim::{
 const MTU: usize = 1500;
 const PACKETS: usize = 400;
 
-fn fattree(routing: Routing) -> Simulator {
-    let topo = Topology::FatTree {
-        k: 4,
-        gbps: 100.0,
-        link_delay: Duration::from_us(1),
-    };
+/// `topo` with switches that route by `routing`, seeded with `seed`.
+fn with_routing(topo: &Topology, seed: u64, routing: Routing) -> Simulator {
     let cfg = SimConfig {
-        seed: 5,
+        seed,
         switch: SwitchConfig {
             routing,
             ..SwitchConfig::default()
         },
         ..SimConfig::default()
     };
-    Simulator::new(&topo, cfg).unwrap()
+    Simulator::new(topo, cfg).unwrap()
+}
+
+fn fattree(routing: Routing) -> Simulator {
+    let topo = Topology::FatTree {
+        k: 4,
+        gbps: 100.0,
+        link_delay: Duration::from_us(1),
+    };
+    with_routing(&topo, 5, routing)
 }
 
 /// Sends `PACKETS` data datagrams 0 -> 15 on logical path 0, runs 1 ms, and
@@ -138,21 +143,13 @@ fn parallel_path_switches_route_by_logical_path_in_every_mode() {
 }
 
 fn clos3(routing: Routing) -> Simulator {
-    let cfg = SimConfig {
-        seed: 3,
-        switch: SwitchConfig {
-            routing,
-            ..SwitchConfig::default()
-        },
-        ..SimConfig::default()
-    };
-    Simulator::new(
+    with_routing(
         &Topology::Clos3 {
             oversubscription: 1,
         },
-        cfg,
+        3,
+        routing,
     )
-    .unwrap()
 }
 
 /// How many of the logical paths `0..paths` of flow `flow` from `src` to `dst`
