@@ -430,3 +430,35 @@ fn paced_probing_and_a_faster_span_keep_hetero_buffer_above_ninety_percent() {
         "the default's worst {worst_default:.3}"
     );
 }
+
+/// Issue 12's Clos rows rest on how logical paths meet physical ones (the
+/// paper's footnote to Proposition 1: the network maps a logical path onto a
+/// physical one). On the steered fabric, the default, as Rondo's switch program
+/// steers by UDP source port, a flow's logical paths take distinct routes;
+/// hashed (`switch.routing = "ecmp"`) several share one, which then holds their
+/// margins' queue, and the flow reorders: fig10's permutation measured OOD p99 3
+/// steered against 18 hashed, and moe-alltoall with 16 logical paths per flow 12
+/// against 142 (docs/engine.md "Steered routes"). The paper's Fig. 22 reports a
+/// p99 of 0 for Rondo's all-to-all.
+#[test]
+fn steered_logical_paths_reorder_less_than_hashed_ones() {
+    let p99 = |name: &str, sets: &[&str]| report(&file(name, sets)).ood.nic_p99;
+    let ecmp = "switch.routing=\"ecmp\"";
+    let (steered, hashed) = (
+        p99("fig10-permutation", &[]),
+        p99("fig10-permutation", &[ecmp]),
+    );
+    assert!(
+        steered <= 6 && hashed >= 2 * steered + 6,
+        "fig10 permutation OOD p99: {steered} steered, {hashed} hashed"
+    );
+    let paths = "transport.paths=16";
+    let (steered, hashed) = (
+        p99("moe-alltoall", &[paths]),
+        p99("moe-alltoall", &[paths, ecmp]),
+    );
+    assert!(
+        steered <= 25 && hashed >= 4 * steered,
+        "moe-alltoall, 16 logical paths: OOD p99 {steered} steered, {hashed} hashed"
+    );
+}
