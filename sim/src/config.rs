@@ -57,7 +57,9 @@ impl Default for PfcConfig {
 pub enum Routing {
     /// A hash of the packet's key (its flow and logical path) and the switch's salt:
     /// one route per (flow, path), as a switch without Rondo's program hashes
-    /// the UDP source port.
+    /// the UDP source port. The default of the library; a scenario's default
+    /// for every transport but `rondo` (which steers) and `ar` (adaptive).
+    #[default]
     Ecmp,
     /// A uniformly random next hop per packet (from the simulator's seeded RNG).
     Spray,
@@ -73,9 +75,8 @@ pub enum Routing {
     /// meets: each switch with `n` equal-cost next hops takes the next digit (its
     /// value mod `n`) and passes the quotient on. The offset (a hash of the flow)
     /// spreads the flows that use fewer logical paths than there are routes.
-    /// The default: the fabric Rondo is built for (docs/engine.md "Steered
-    /// routes").
-    #[default]
+    /// A scenario's default for `rondo`: the fabric Rondo is built for, as its
+    /// probe queue is (docs/engine.md "Steered routes").
     Steer,
 }
 
@@ -109,7 +110,8 @@ pub struct SwitchConfig {
     /// Probability that a switch drops a packet it forwards, at every switch egress
     /// (random loss, as from corruption: every class; 0 by default). Seeded.
     pub loss: f64,
-    /// Next-hop choice among equal-cost links (default: steering by logical path).
+    /// Next-hop choice among equal-cost links (default: ECMP hashing; scenarios
+    /// steer Rondo's paths, `sim/src/scenario/run.rs`).
     pub routing: Routing,
     /// Drop every NAK a switch forwards (default off): the paper's App. A
     /// testbed does this so that a ConnectX-7 selective-repeat receiver keeps
@@ -126,7 +128,7 @@ impl Default for SwitchConfig {
             ecn: Some(EcnConfig::default()),
             pfc: None,
             loss: 0.0,
-            routing: Routing::Steer,
+            routing: Routing::Ecmp,
             drop_naks: false,
         }
     }

@@ -83,9 +83,11 @@ fn ar_routes_adaptively_and_its_flows_complete_reordered() {
         &["transport.kind=\"ar\"", "switch.routing=\"ecmp\""],
     );
     assert_eq!(pinned.sim_config().switch.routing, Routing::Ecmp);
-    // Every other transport runs on the default fabric, which steers by path.
+    // The baselines' switches hash; Rondo's steer by logical path.
     let ecmp = scenario(PERMUTATION, &["transport.kind=\"ecmp\""]);
-    assert_eq!(ecmp.sim_config().switch.routing, Routing::Steer);
+    assert_eq!(ecmp.sim_config().switch.routing, Routing::Ecmp);
+    let rondo = scenario(PERMUTATION, &[]);
+    assert_eq!(rondo.sim_config().switch.routing, Routing::Steer);
 
     let r_ar = report(PERMUTATION, &["transport.kind=\"ar\""]);
     let r_ecmp = report(PERMUTATION, &["transport.kind=\"ecmp\""]);

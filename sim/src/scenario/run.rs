@@ -115,7 +115,9 @@ fn kb(x: f64) -> u64 {
 }
 
 /// The switches of a scenario: its `[switch]` keys over the simulator's defaults,
-/// and adaptive routing for the `ar` transport unless `switch.routing` is set.
+/// with, unless `switch.routing` is set, the routing each transport's fabric
+/// has: Rondo's switch program steers by logical path (docs/engine.md
+/// "Steered routes"), `ar` routes adaptively, the others' switches hash.
 fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
     let routing = match s.routing {
         Some(RoutingSpec::Ecmp) => Routing::Ecmp,
@@ -123,7 +125,8 @@ fn switch_config(s: &SwitchSpec, transport: TransportKind) -> SwitchConfig {
         Some(RoutingSpec::Adaptive) => Routing::Adaptive,
         Some(RoutingSpec::Steer) => Routing::Steer,
         None if transport.name() == "ar" => Routing::Adaptive,
-        None => Routing::default(),
+        None if transport.name() == "rondo" => Routing::Steer,
+        None => Routing::Ecmp,
     };
     let mut c = SwitchConfig {
         routing,
