@@ -555,11 +555,11 @@ pub(super) fn all(quick: bool) -> anyhow::Result<(Vec<Figure>, Vec<Missing>)> {
         id: "21",
         title: "Ablation under permutation traffic",
         paper: "Replacing per-path Swift with ARCC cuts the average OOD by 87.3% and the p99 by 53.3%; deficit-based path selection cuts it further against random spraying; capacity probing lowers the maximum and p99 OOD (§6.3).",
-        setup: format!("The Fig. 10 permutation (1:1), adding one component at a time; the packet scheduler on throughout; {st}."),
+        setup: format!("The Fig. 10 permutation (1:1), adding one component at a time; the packet scheduler on throughout; every variant on Rondo's steered fabric (`switch.routing = \"steer\"`, the Swift one included), so that only the end host changes; {st}."),
         runs: grid(
             &Source::Builtin("fig10", perm_os1),
             &[
-                Variant::new("Swift + RPS", &["transport.kind=\"swift-rps\""]),
+                Variant::new("Swift + RPS", &["transport.kind=\"swift-rps\"", "switch.routing=\"steer\""]),
                 Variant::new("ARCC + RPS", &["transport.path_selection=\"random\"", "transport.probing=false"]),
                 Variant::new("ARCC + deficit", &["transport.probing=false"]),
                 Variant::new("+ probing (Rondo)", &[]),

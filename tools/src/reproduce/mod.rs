@@ -274,7 +274,12 @@ fn header(args: &Args) -> String {
          over the seeds shown in each figure's setup; the same seeds give the same \
          numbers. \"Paper\" quotes the Rondo paper (section in brackets); \"ours\" is \
          this repository's simulator. Where the two differ, the line says so; a result \
-         that contradicts the paper is reported as it is.{planned}\n\n"
+         that contradicts the paper is reported as it is. On the Clos and fat-tree \
+         topologies Rondo runs on its own fabric, whose switches steer each logical \
+         path onto its own route (`switch.routing = \"steer\"`), the other transports \
+         on switches that hash their paths (`ar`: adaptive routing), unless a figure \
+         says otherwise; docs/engine.md \"Steered routes\" has both sides on one \
+         fabric.{planned}\n\n"
     )
 }
 
