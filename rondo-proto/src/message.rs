@@ -36,11 +36,56 @@ pub trait ExternalBytes: Send + Sync + fmt::Debug {
     fn addr(&self, offset: usize, len: usize) -> Option<usize>;
 }
 
-/// A message for [`crate::Endpoint::post_message`]: `head` (owned) then `body`.
+/// Bytes of a head a message keeps inside itself, without an allocation
+/// ([`Message::with_head`], [`Message::inline`]): a verbs header fits.
+pub const INLINE_HEAD: usize = 48;
+
+/// A message's head: inside the message when short, else on the heap.
+#[derive(Clone)]
+enum Head {
+    Inline { len: u8, bytes: [u8; INLINE_HEAD] },
+    Heap(Vec<u8>),
+}
+
+impl Head {
+    fn from_slice(head: &[u8]) -> Head {
+        if head.len() <= INLINE_HEAD {
+            let mut bytes = [0; INLINE_HEAD];
+            bytes[..head.len()].copy_from_slice(head);
+            Head::Inline {
+                len: head.len() as u8,
+                bytes,
+            }
+        } else {
+            Head::Heap(head.to_vec())
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Head::Inline { len, bytes } => &bytes[..usize::from(*len)],
+            Head::Heap(v) => v,
+        }
+    }
+}
+
+impl Default for Head {
+    fn default() -> Head {
+        Head::Heap(Vec::new())
+    }
+}
+
+impl fmt::Debug for Head {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+/// A message for [`crate::Endpoint::post_message`]: a head (owned) then `body`.
 #[derive(Clone, Debug, Default)]
 pub struct Message {
     /// The first bytes, owned by the engine.
-    pub head: Vec<u8>,
+    head: Head,
     /// The bytes after the head, left where they are.
     pub body: Option<Arc<dyn ExternalBytes>>,
 }
@@ -49,14 +94,38 @@ impl Message {
     /// A message of `head` followed by `body`.
     pub fn new(head: Vec<u8>, body: Arc<dyn ExternalBytes>) -> Message {
         Message {
-            head,
+            head: Head::Heap(head),
             body: Some(body),
         }
     }
 
+    /// A message of a copy of `head` followed by `body`: with a head of at most
+    /// [`INLINE_HEAD`] bytes (a verbs header) nothing is allocated for it, as a
+    /// small message's header should cost nothing but its bytes.
+    pub fn with_head(head: &[u8], body: Arc<dyn ExternalBytes>) -> Message {
+        Message {
+            head: Head::from_slice(head),
+            body: Some(body),
+        }
+    }
+
+    /// A message of a copy of `bytes` alone, inside the message when at most
+    /// [`INLINE_HEAD`] bytes (an acknowledgement of the verbs layer).
+    pub fn inline(bytes: &[u8]) -> Message {
+        Message {
+            head: Head::from_slice(bytes),
+            body: None,
+        }
+    }
+
+    /// The owned bytes before the body.
+    pub fn head(&self) -> &[u8] {
+        self.head.as_slice()
+    }
+
     /// Total bytes.
     pub fn len(&self) -> usize {
-        self.head.len() + self.body.as_ref().map_or(0, |b| b.len())
+        self.head().len() + self.body.as_ref().map_or(0, |b| b.len())
     }
 
     /// True when the message has no bytes.
@@ -66,11 +135,12 @@ impl Message {
 
     /// Copies bytes `offset..offset + dst.len()` (inside the message) into `dst`.
     pub(crate) fn read(&self, offset: usize, dst: &mut [u8]) {
-        let h = self.head.len();
+        let head = self.head();
+        let h = head.len();
         let mut done = 0;
         if offset < h {
             done = (h - offset).min(dst.len());
-            dst[..done].copy_from_slice(&self.head[offset..offset + done]);
+            dst[..done].copy_from_slice(&head[offset..offset + done]);
         }
         if done < dst.len() {
             if let Some(b) = &self.body {
@@ -88,7 +158,7 @@ impl Message {
         if self.locate(offset, len).is_some() {
             return Some(0);
         }
-        let h = self.head.len();
+        let h = self.head().len();
         let k = h.checked_sub(offset).filter(|&k| k > 0 && k < len)?;
         self.locate(h, len - k).map(|_| k)
     }
@@ -97,10 +167,11 @@ impl Message {
     /// address of the body; `None` when they straddle the two or the body has no
     /// address for them.
     pub(crate) fn locate(&self, offset: usize, len: usize) -> Option<PayloadBytes<'_>> {
-        let h = self.head.len();
+        let head = self.head();
+        let h = head.len();
         let end = offset.checked_add(len)?;
         if end <= h {
-            return Some(PayloadBytes::Slice(&self.head[offset..end]));
+            return Some(PayloadBytes::Slice(&head[offset..end]));
         }
         if offset < h {
             return None;
@@ -116,7 +187,10 @@ impl Message {
 
 impl From<Vec<u8>> for Message {
     fn from(head: Vec<u8>) -> Message {
-        Message { head, body: None }
+        Message {
+            head: Head::Heap(head),
+            body: None,
+        }
     }
 }
 
@@ -180,6 +254,36 @@ mod tests {
             let half = self.0.len() / 2;
             let same_half = (offset < half) == (offset + len <= half);
             same_half.then(|| self.0.as_ptr() as usize + offset)
+        }
+    }
+
+    /// A head copied into the message reads, locates and splits as the same
+    /// bytes in a vector do, short (inside the message) or long (on the heap).
+    #[test]
+    fn an_inline_head_is_the_same_message_as_a_vector_head() {
+        for len in [0, 3, INLINE_HEAD, INLINE_HEAD + 1, 200] {
+            let head: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+            let body = Arc::new(Halves((0..100u8).collect()));
+            let (a, b) = (
+                Message::new(head.clone(), body.clone()),
+                Message::with_head(&head, body),
+            );
+            assert_eq!((a.len(), a.head()), (b.len(), b.head()));
+            let mut da = vec![0u8; a.len()];
+            let mut db = vec![0u8; b.len()];
+            a.read(0, &mut da);
+            b.read(0, &mut db);
+            assert_eq!(da, db, "head of {len}");
+            for (off, n) in [(0, len.min(5)), (len.saturating_sub(1), 3), (len, 10)] {
+                assert_eq!(a.split_point(off, n), b.split_point(off, n));
+                assert_eq!(
+                    a.locate(off, n).map(|p| p.len()),
+                    b.locate(off, n).map(|p| p.len())
+                );
+            }
+            let alone = Message::inline(&head);
+            assert_eq!((alone.len(), alone.head()), (len, &head[..]));
+            assert!(alone.body.is_none());
         }
     }
 

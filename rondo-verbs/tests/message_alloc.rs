@@ -51,7 +51,10 @@ fn a_small_write_costs_a_few_allocations() {
     writes(&p, 500, n);
     let per = (allocations() - before) as f64 / n as f64;
     eprintln!("{per:.2} allocations per 4 KiB WRITE (both hosts and the fabric)");
-    // Measured 7.73, the test's own gather list included; with the resolved
-    // gather list of one entry in a vector of its own, as before, 8.73.
-    assert!(per <= 8.0, "{per:.2} allocations per WRITE");
+    // Measured 5.86, the test's own gather list and `poll_n`'s vector included
+    // (the request's gather list, the responder's header for the engine event and
+    // the fabric's share make the rest); 7.73 while the verbs header of the
+    // request and of the answer each had a vector of its own, 8.73 with the
+    // resolved gather list of one entry in a vector of its own.
+    assert!(per <= 6.5, "{per:.2} allocations per WRITE");
 }

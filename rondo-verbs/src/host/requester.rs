@@ -144,7 +144,7 @@ impl VerbsHost {
     fn build_request(&self, pd: u32, r: &Request) -> Option<Message> {
         let h = Self::request_header(r);
         if h.op == MsgOp::ReadReq || r.len == 0 {
-            return Some(h.message(0).into());
+            return Some(h.alone());
         }
         let list =
             r.wr.sg_list
@@ -155,7 +155,7 @@ impl VerbsHost {
                         .map(|(mr, off)| (mr, off, s.len as usize))
                 })
                 .collect::<Option<GatherList>>()?;
-        Some(Message::new(h.message(0), Arc::new(list)))
+        Some(h.with_body(Arc::new(list)))
     }
 
     /// Sends, in order, every request not yet handed to the engine (unless an RNR

@@ -82,11 +82,8 @@ impl VerbsHost {
                         let mut resp = Header::new(MsgOp::ReadResp, h.req_id);
                         resp.len = h.len;
                         let msg = match h.len as usize {
-                            0 => resp.message(0).into(),
-                            n => Message::new(
-                                resp.message(0),
-                                Arc::new(GatherList::one((mr, off, n))),
-                            ),
+                            0 => resp.alone(),
+                            n => resp.with_body(Arc::new(GatherList::one((mr, off, n)))),
                         };
                         self.answer(now, qpn, msg);
                     }
