@@ -10,6 +10,9 @@ pub struct Report {
     pub scenario: String,
     /// Transport name (`rondo`).
     pub transport: String,
+    /// How the switches chose among equal-cost links (`steer`, Rondo's fabric by
+    /// default; `ecmp`, the baselines'; `spray`; `adaptive`).
+    pub routing: String,
     /// Seed.
     pub seed: u64,
     /// Payload delivered in order to applications, Gbit/s, over the measured time.

@@ -190,6 +190,22 @@ per workload table of {}:
             r.scenario
         );
     }
+    // Transports side by side may run on different fabrics (Rondo's steers):
+    // say so, with the key that puts them on one.
+    if reports.iter().any(|r| r.routing != reports[0].routing) {
+        let mut each: Vec<String> = Vec::new();
+        for r in reports {
+            let pair = format!("{} {}", r.transport, r.routing);
+            if !each.contains(&pair) {
+                each.push(pair);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nswitch routing: {} (each transport's own fabric; --set switch.routing=\"steer\" or \"ecmp\" puts all on one)",
+            each.join(", ")
+        );
+    }
     let events: u64 = reports.iter().map(|r| r.sim.events).sum();
     let wall: f64 = reports.iter().map(|r| r.sim.wall_s).sum();
     let _ = writeln!(
