@@ -143,7 +143,12 @@ fn transfer_between_network_namespaces() {
         dp.poll(&mut ep, &clock, Duration::from_millis(1)).unwrap();
         while let Some(e) = ep.poll_event(h) {
             done |= matches!(e, Event::SendComplete { msg_id: 1 });
-            assert!(!matches!(e, Event::Error(_)), "{e:?}");
+            assert!(
+                !matches!(e, Event::Error(_)),
+                "{e:?} at {:?}: {:?}",
+                clock.now(),
+                ep.connection(h).sender_stats()
+            );
         }
     }
     // Keep acknowledging while the peer finishes.
