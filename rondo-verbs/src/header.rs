@@ -111,7 +111,7 @@ impl Header {
     pub(crate) fn answer_message(req_id: u64, status: AckStatus) -> Message {
         let mut h = Header::new(MsgOp::Ack, req_id);
         h.status = status;
-        Message::inline(&h.bytes())
+        h.alone()
     }
 
     /// Parses the header at the start of `msg`; the payload follows it.

@@ -577,7 +577,7 @@ fn report(scenario: &Scenario, sim: &Simulator, m: &Metrics, end: RunEnd, wall_s
             .clone()
             .unwrap_or_else(|| "scenario".to_owned()),
         transport: scenario.transport.kind.name().to_owned(),
-        routing: scenario.sim_config().switch.routing.name().to_owned(),
+        routing: sim.config().switch.routing.name().to_owned(),
         seed: scenario.seed,
         goodput_gbps: m.goodput_gbps,
         throughput_gbps: m.throughput_gbps,
