@@ -119,9 +119,10 @@ impl TxQueue {
     }
 
     /// Fills `out` with the messages that send the queue from its `skip`-th
-    /// datagram on. With `gso`, consecutive datagrams to one destination with one
-    /// TOS and one size (the last of a train may be shorter) form one train.
-    pub(super) fn build_from(&self, out: &mut Vec<OutMsg>, gso: bool, skip: usize) {
+    /// datagram on. Consecutive datagrams to one destination with one TOS and one
+    /// size of at most `max_segment` bytes (the last of a train may be shorter)
+    /// form one GSO train; `max_segment` 0: no trains.
+    pub(super) fn build_from(&self, out: &mut Vec<OutMsg>, max_segment: usize, skip: usize) {
         out.clear();
         for (k, item) in self.items.iter().enumerate().skip(skip) {
             let len = item.len();
@@ -132,12 +133,11 @@ impl TxQueue {
                     last.len
                 };
                 let whole = last.len % seg == 0; // no short segment closed the train yet
-                if gso
-                    && whole
+                if whole
                     && last.dest == item.dest
                     && last.tos == item.tos
                     && len <= seg
-                    && seg <= usize::from(u16::MAX)
+                    && seg <= max_segment.min(usize::from(u16::MAX))
                     && last.len / seg < MAX_GSO_SEGMENTS
                     && last.len + len <= MAX_GSO_BYTES
                 {
@@ -174,7 +174,7 @@ mod tests {
             q.push(addr(1), None, &vec![1; len]);
         }
         let mut out = Vec::new();
-        q.build_from(&mut out, true, 0);
+        q.build_from(&mut out, usize::from(u16::MAX), 0);
         // 3 x 100 + a short 40 close the first train; the next 100 starts another.
         assert_eq!(out.len(), 2);
         assert_eq!(
@@ -183,9 +183,29 @@ mod tests {
         );
         assert_eq!((out[0].iov_count, out[0].datagrams()), (8, 4));
         assert_eq!((out[1].iov_start, out[1].len, out[1].segment), (8, 100, 0));
-        q.build_from(&mut out, false, 0);
+        q.build_from(&mut out, 0, 0);
         assert_eq!(out.len(), 5);
         assert!(out.iter().all(|m| m.segment == 0));
+    }
+
+    #[test]
+    fn trains_keep_to_the_segment_limit() {
+        let mut q = TxQueue::new(8, 100);
+        for len in [100, 100, 40, 40, 40] {
+            q.push(addr(1), None, &vec![1; len]);
+        }
+        let mut out = Vec::new();
+        q.build_from(&mut out, 100, 0);
+        assert_eq!(
+            out.len(),
+            2,
+            "100 + 100 + 40 form one train, 40 + 40 another"
+        );
+        // A route refused segments of 100: those go one by one, shorter ones still
+        // form trains.
+        q.build_from(&mut out, 99, 0);
+        let shape: Vec<(usize, u16)> = out.iter().map(|m| (m.len, m.segment)).collect();
+        assert_eq!(shape, [(100, 0), (100, 0), (120, 40)]);
     }
 
     #[test]
@@ -196,10 +216,10 @@ mod tests {
         q.push(addr(2), Some(4), &[0; 50]);
         q.push(addr(2), Some(4), &[0; 60]);
         let mut out = Vec::new();
-        q.build_from(&mut out, true, 0);
+        q.build_from(&mut out, usize::from(u16::MAX), 0);
         assert_eq!(out.len(), 4);
         assert!(!q.has_room(1), "four datagrams fill a queue of four");
-        q.build_from(&mut out, true, 2);
+        q.build_from(&mut out, usize::from(u16::MAX), 2);
         assert_eq!(out.len(), 2);
         assert_eq!(out[0].iov_start, 4);
     }
@@ -221,7 +241,7 @@ mod tests {
         let s = PayloadBytes::Slice;
         assert_eq!(slices, [s(b"hdr"), s(b"12345"), s(b"whole"), s(b"")]);
         let mut out = Vec::new();
-        q.build_from(&mut out, true, 0);
+        q.build_from(&mut out, usize::from(u16::MAX), 0);
         assert_eq!(
             (out.len(), out[0].len),
             (1, 13),

@@ -61,7 +61,10 @@ pub struct UdpDatapath {
     sockets: Vec<UdpSocket>,
     local: Vec<SocketAddr>,
     v6: bool,
-    gso: bool,
+    /// The largest GSO segment a train may have: 0 without GSO, `u16::MAX` until
+    /// a route refused a train as too long for its MTU (then below that train's
+    /// segment).
+    gso_segment: usize,
     gro: bool,
     tos_readback: bool,
     /// Peer addresses per local flow, sorted by flow (binary search, no hashing
@@ -174,7 +177,7 @@ impl UdpDatapath {
             sockets,
             local,
             v6,
-            gso,
+            gso_segment: if gso { usize::from(u16::MAX) } else { 0 },
             gro,
             tos_readback,
             cfg,
@@ -199,7 +202,14 @@ impl UdpDatapath {
     /// True when sends use UDP GSO (the kernel has it, it was asked for, and it has
     /// not failed at run time).
     pub fn gso(&self) -> bool {
-        self.gso
+        self.gso_segment > 0
+    }
+
+    /// The largest datagram a GSO train carries: 65,535 until a route's MTU
+    /// refused a train (then below that train's datagrams; those go one by one,
+    /// as the kernel fragments them), 0 without GSO.
+    pub fn gso_segment_limit(&self) -> usize {
+        self.gso_segment
     }
 
     /// True when receives use UDP GRO.
@@ -335,7 +345,7 @@ impl UdpDatapath {
             &|r| payload(r),
             &mut self.arrays,
             &mut self.out_msgs,
-            &mut self.gso,
+            &mut self.gso_segment,
             self.v6,
             &mut self.stats,
         );
@@ -462,8 +472,11 @@ pub fn set_socket_tos(socket: &UdpSocket, tos: u8) -> io::Result<()> {
 }
 
 /// Sends one path queue: groups runs of equal-sized datagrams to one destination
-/// with one TOS into GSO trains (when `gso`), then `sendmmsg`s them, falling back
-/// to single datagrams if the kernel refuses GSO at run time.
+/// with one TOS into GSO trains (of segments up to `gso_segment`, 0: none), then
+/// `sendmmsg`s them. If the kernel refuses GSO at run time, the rest goes as single
+/// datagrams and GSO stays off; if it refuses a train as longer than the route's
+/// MTU (a GSO segment cannot be fragmented, a single datagram can), the rest goes
+/// again with trains of shorter segments only.
 #[allow(clippy::too_many_arguments)]
 fn send_queue<'a>(
     fd: RawFd,
@@ -471,12 +484,12 @@ fn send_queue<'a>(
     payload: &dyn Fn(PayloadRef) -> PayloadBytes<'a>,
     arrays: &mut MsgArrays,
     out: &mut Vec<sys::OutMsg>,
-    gso: &mut bool,
+    gso_segment: &mut usize,
     v6: bool,
     stats: &mut UdpStats,
 ) {
     let slice = |j| q.slice(j, payload);
-    q.build_from(out, *gso, 0);
+    q.build_from(out, *gso_segment, 0);
     let mut done = 0;
     while done < out.len() {
         match sys::send(fd, arrays, &slice, &out[done..], v6) {
@@ -492,12 +505,17 @@ fn send_queue<'a>(
                 }
                 done += k;
             }
-            Err(e) if *gso && out[done..].iter().any(|m| m.segment > 0) && gso_refused(&e) => {
-                *gso = false;
+            // sendmmsg fails only when its first message does: `out[done]`.
+            Err(e) if out[done].segment > 0 && (gso_refused(&e) || too_long(&e)) => {
+                *gso_segment = if too_long(&e) {
+                    usize::from(out[done].segment) - 1
+                } else {
+                    0
+                };
                 stats.gso_fallbacks += 1;
-                // Rebuild what is left without GSO.
+                // Rebuild what is left with the new limit.
                 let sent = out[done].iov_start / batch::IOVS_PER_DATAGRAM;
-                q.build_from(out, false, sent);
+                q.build_from(out, *gso_segment, sent);
                 done = 0;
             }
             Err(_) => {
@@ -510,6 +528,12 @@ fn send_queue<'a>(
             }
         }
     }
+}
+
+/// The error with which the kernel refuses a datagram or a GSO segment longer than
+/// the route allows.
+fn too_long(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::EMSGSIZE)
 }
 
 /// Errors with which a kernel or device refuses UDP GSO.
