@@ -139,6 +139,11 @@ fn gso_trains_longer_than_the_route_mtu_go_one_by_one() {
     }
     // Nobody listens there; the datagrams only have to leave.
     let ns_ip: IpAddr = ns_ip.parse().unwrap();
+    assert_eq!(
+        rondo_ud::udp::route_mtu(ns_ip).unwrap(),
+        1500,
+        "a veth's MTU"
+    );
     let peer = [SocketAddr::new(ns_ip, 9), SocketAddr::new(ns_ip, 9)];
     assert_eq!(dp.raw_blast(&peer, 1500, 40).unwrap(), 40);
     let s = dp.stats();

@@ -46,7 +46,7 @@ use batch::TxQueue;
 use rondo_proto::message::PayloadBytes;
 use rondo_proto::transmit::{Host, PayloadRef, Priority, Transmit, TxBuffer};
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 use sys::{InMsg, MsgArrays};
@@ -456,6 +456,35 @@ impl Datapath for UdpDatapath {
     }
 }
 
+/// Bytes of IP and UDP header in front of each datagram: 28 over IPv4, 48 over IPv6.
+pub fn ip_udp_header_len(ip: IpAddr) -> usize {
+    match ip {
+        IpAddr::V4(_) => 20 + 8,
+        IpAddr::V6(_) => 40 + 8,
+    }
+}
+
+/// The MTU of the route this host takes to `peer` (the outgoing interface's, or
+/// a smaller path MTU the kernel learnt), from a connected socket's `IP_MTU` /
+/// `IPV6_MTU`. A datagram longer than this minus [`ip_udp_header_len`] is
+/// fragmented by the kernel (a GSO train of them is refused): size the flow's
+/// `mtu` to fit where the route allows.
+pub fn route_mtu(peer: IpAddr) -> io::Result<usize> {
+    let (any, level, name): (IpAddr, _, _) = match peer {
+        IpAddr::V4(_) => (Ipv4Addr::UNSPECIFIED.into(), libc::IPPROTO_IP, libc::IP_MTU),
+        IpAddr::V6(_) => (
+            Ipv6Addr::UNSPECIFIED.into(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU,
+        ),
+    };
+    let socket = UdpSocket::bind((any, 0))?;
+    // Connecting a UDP socket sends nothing: it only picks the route.
+    socket.connect((peer, DEFAULT_PORT))?;
+    let mtu = sys::get_int(socket.as_raw_fd(), level, name)?;
+    usize::try_from(mtu).map_err(|_| io::Error::other(format!("the kernel reported MTU {mtu}")))
+}
+
 /// True for the CE codepoint in a reported TOS byte.
 fn is_ce(tos: Option<u8>) -> bool {
     tos.is_some_and(|t| t & CE == CE)
@@ -585,6 +614,19 @@ mod tests {
         assert_eq!(s.gso_fallbacks, 1);
         assert!(!tx.gso(), "GSO stays off after a refusal");
         assert_eq!((s.gso_sends, s.send_errors, s.datagrams_out), (0, 0, 40));
+    }
+
+    #[test]
+    fn the_route_mtu_to_loopback_is_the_loopback_interfaces() {
+        let lo: usize = std::fs::read_to_string("/sys/class/net/lo/mtu")
+            .map(|s| s.trim().parse().unwrap())
+            .unwrap_or(65_536);
+        // An IPv4 packet is at most 65,535 bytes, whatever the interface allows.
+        assert_eq!(
+            route_mtu("127.0.0.1".parse().unwrap()).unwrap(),
+            lo.min(65_535)
+        );
+        assert_eq!(ip_udp_header_len("::1".parse().unwrap()), 48);
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// Runs the client.
 pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
     device::check_combination(args.device.backend, Some(args.transport), &args.device)?;
-    let hello = args.hello();
+    let mut hello = args.hello();
     check(&hello)?;
     check_net(&hello, args.net)?;
     // The RDMA device before the server: a host without one says so at once.
@@ -29,6 +29,19 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
         .with_context(|| format!("resolve {}", args.host))?
         .next()
         .with_context(|| format!("{} has no address", args.host))?;
+    if hello.backend == Backend::Udp && args.mtu.is_none() {
+        if let Some(fit) = datagram_to_fit(hello.mtu, addr.ip()) {
+            eprintln!(
+                "note: the route to {} has an MTU of {} bytes: datagrams of {fit} bytes \
+                 instead of {}, so that the kernel does not fragment them (--mtu sets them)",
+                addr.ip(),
+                fit + rondo_ud::udp::ip_udp_header_len(addr.ip()) as u32,
+                hello.mtu
+            );
+            hello.mtu = fit;
+            check(&hello)?;
+        }
+    }
     let stream = TcpStream::connect_timeout(&addr, SETUP_TIMEOUT)
         .with_context(|| format!("connect to {addr}: is `rondo perf server` running there?"))?;
     let mut ctrl = Control::new(stream)?;
@@ -51,6 +64,15 @@ pub fn run(args: &ClientArgs) -> anyhow::Result<()> {
         print!("{}", report::to_table(&outcome));
     }
     Ok(())
+}
+
+/// The datagram size below `mtu` that the route to `peer` carries unfragmented,
+/// where `mtu` does not fit (the default datagram is sized for loopback and
+/// jumbo frames; a 1500-byte network would fragment each one in three).
+fn datagram_to_fit(mtu: u32, peer: std::net::IpAddr) -> Option<u32> {
+    let route = rondo_ud::udp::route_mtu(peer).ok()?;
+    let fit = route.checked_sub(rondo_ud::udp::ip_udp_header_len(peer))?;
+    (fit < mtu as usize).then_some(fit as u32)
 }
 
 /// The fields of an outcome that every raw run fills the same way; `sent` and
@@ -199,4 +221,17 @@ pub fn wait_report(ctrl: &mut Control) -> anyhow::Result<Report> {
         Message::Report(r) => Some(r),
         _ => None,
     })?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_datagram_shrinks_only_where_the_route_cannot_carry_it() {
+        let lo = "127.0.0.1".parse().unwrap();
+        assert_eq!(datagram_to_fit(super::super::DEFAULT_MTU, lo), None);
+        // Loopback carries IPv4 packets of up to 65,535 bytes.
+        assert_eq!(datagram_to_fit(70_000, lo), Some(65_535 - 28));
+    }
 }
