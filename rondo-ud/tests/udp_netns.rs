@@ -24,15 +24,23 @@ const MSG_LEN: usize = 1 << 20;
 const SEED: u64 = 4792;
 
 fn run(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
+    command("ip", args)
+}
+
+fn tc(args: &[&str]) -> Result<(), String> {
+    command("tc", args)
+}
+
+fn command(cmd: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(cmd)
         .args(args)
         .output()
-        .map_err(|e| format!("ip {}: {e}", args.join(" ")))?;
+        .map_err(|e| format!("{cmd} {}: {e}", args.join(" ")))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(format!(
-            "ip {}: {}",
+            "{cmd} {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         ))
@@ -42,6 +50,8 @@ fn run(args: &[&str]) -> Result<(), String> {
 /// A namespace with one end of a veth pair; deleted (with the pair) on drop.
 struct Netns {
     name: String,
+    /// This side's end of the veth pair.
+    veth: String,
 }
 
 impl Netns {
@@ -49,6 +59,7 @@ impl Netns {
         run(&["netns", "add", name])?;
         let ns = Netns {
             name: name.to_string(),
+            veth: veth.to_string(),
         };
         let peer = format!("{veth}p");
         run(&["link", "add", veth, "type", "veth", "peer", "name", &peer])?;
@@ -167,6 +178,30 @@ fn transfer_between_network_namespaces() {
     let Some((ns, host_ip, ns_ip)) = namespace(77) else {
         return;
     };
+    let (_, stats) = transfer(&ns, &host_ip, &ns_ip, MSG_LEN).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        stats.paths_used == PATHS,
+        "every path carried data: {stats:?}"
+    );
+}
+
+/// What a transfer's sender saw.
+#[derive(Debug)]
+struct Outcome {
+    sender: rondo_proto::SenderStats,
+    datapath: rondo_ud::udp::UdpStats,
+    paths_used: u16,
+}
+
+/// One `len`-byte message from this namespace to `ns` over the UDP datapath,
+/// checked byte for byte by the peer side: how long it took and what the sender
+/// saw, or what both sides saw when it failed.
+fn transfer(
+    ns: &Netns,
+    host_ip: &str,
+    ns_ip: &str,
+    len: usize,
+) -> Result<(Duration, Outcome), String> {
     let clock = Clock::new();
     let mut dp = UdpDatapath::bind(UdpConfig {
         local_ip: host_ip.parse().unwrap(),
@@ -177,11 +212,14 @@ fn transfer_between_network_namespaces() {
     .unwrap();
     let mine: Vec<String> = dp.local_addrs().iter().map(|a| a.to_string()).collect();
     let exe = std::env::current_exe().unwrap();
-    let child = Command::new("ip")
+    let mut child = Command::new("ip")
         .args(["netns", "exec", &ns.name])
         .arg(&exe)
         .args(["netns_peer_side", "--exact", "--ignored", "--nocapture"])
-        .env("RONDO_NETNS_PEER", format!("{ns_ip};{}", mine.join(",")))
+        .env(
+            "RONDO_NETNS_PEER",
+            format!("{ns_ip};{};{len}", mine.join(",")),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -195,35 +233,43 @@ fn transfer_between_network_namespaces() {
     let mut ep = Endpoint::new(SharedBuffer::new(BufferConfig::default()).unwrap());
     let h = ep.connect(clock.now(), FLOW_A, FLOW_B, &cfg).unwrap();
     dp.add_peer(FLOW_A, peer).unwrap();
-    ep.post(h, clock.now(), 1, pattern(MSG_LEN, SEED)).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut done = false;
+    let started = Instant::now();
+    ep.post(h, clock.now(), 1, pattern(len, SEED)).unwrap();
+    let deadline = started + Duration::from_secs(60);
+    let mut done = None;
     let mut failed = None;
-    while !done && failed.is_none() && Instant::now() < deadline {
+    while done.is_none() && failed.is_none() && Instant::now() < deadline {
         dp.poll(&mut ep, &clock, Duration::from_millis(1)).unwrap();
         while let Some(e) = ep.poll_event(h) {
-            done |= matches!(e, Event::SendComplete { msg_id: 1 });
+            if matches!(e, Event::SendComplete { msg_id: 1 }) {
+                done = Some(started.elapsed());
+            }
             if matches!(e, Event::Error(_)) {
-                failed = Some(format!(
-                    "{e:?} at {:?}: {:?}; datapath {:?}",
-                    clock.now(),
-                    ep.connection(h).sender_stats(),
-                    dp.stats()
-                ));
+                failed = Some(format!("{e:?} after {:?}", started.elapsed()));
             }
         }
     }
-    if let Some(why) = failed {
+    let outcome = Outcome {
+        sender: *ep.connection(h).sender_stats(),
+        datapath: dp.stats(),
+        paths_used: ep
+            .connection(h)
+            .paths()
+            .iter()
+            .filter(|p| p.counters().data_sent > 0)
+            .count() as u16,
+    };
+    let Some(took) = done else {
         // The peer prints its counters when its stdin closes; then it exits.
-        let mut child = child;
         drop(child.stdin.take());
         let out = child.wait_with_output().unwrap();
-        panic!(
-            "{why}\npeer said: {}{}",
+        return Err(format!(
+            "{}: {outcome:?}\npeer said: {}{}",
+            failed.unwrap_or_else(|| "no completion in 60 s".into()),
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
-        );
-    }
+        ));
+    };
     // Keep acknowledging while the peer finishes.
     let until = Instant::now() + Duration::from_millis(200);
     while Instant::now() < until {
@@ -231,21 +277,40 @@ fn transfer_between_network_namespaces() {
     }
     let out = child.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&out.stdout);
-    assert!(done, "the message was not acknowledged; peer said: {log}");
+    if !out.status.success() || !log.contains(&format!("peer: received {len} bytes, byte-exact")) {
+        return Err(format!(
+            "peer side failed: {log}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok((took, outcome))
+}
+
+/// A bottleneck of 200 Mbit/s with a queue of 8 KB (five datagrams) on the
+/// way, made with `tc tbf` on this side of the veth: a 4 MiB WRITE must get
+/// through byte-exact, however many datagrams the queue drops.
+#[test]
+fn transfer_through_a_slow_bottleneck_with_a_short_queue() {
+    let Some((ns, host_ip, ns_ip)) = namespace(79) else {
+        return;
+    };
+    let veth = ns.veth.clone();
+    if let Err(e) = tc(&[
+        "qdisc", "add", "dev", &veth, "root", "tbf", "rate", "200mbit", "burst", "8kb", "limit",
+        "8kb",
+    ]) {
+        println!("skipped: no tbf qdisc here ({e})");
+        return;
+    }
+    let len = 4 << 20;
+    let (took, stats) = transfer(&ns, &host_ip, &ns_ip, len).unwrap_or_else(|e| panic!("{e}"));
+    let gbps = len as f64 * 8.0 / took.as_secs_f64() / 1e9;
+    println!("4 MiB through 200 Mbit/s in {took:?} ({gbps:.3} Gbit/s): {stats:?}");
     assert!(
-        out.status.success(),
-        "peer side failed: {log}{}",
-        String::from_utf8_lossy(&out.stderr)
+        stats.sender.retransmissions > 0,
+        "the queue dropped nothing, so this tests nothing: {:?}",
+        stats.datapath
     );
-    assert!(
-        log.contains("peer: received 1048576 bytes, byte-exact"),
-        "{log}"
-    );
-    assert!(ep
-        .connection(h)
-        .paths()
-        .iter()
-        .all(|p| p.counters().data_sent > 0));
 }
 
 /// The namespace side of `transfer_between_network_namespaces`; does nothing unless
@@ -256,7 +321,9 @@ fn netns_peer_side() {
     let Ok(spec) = std::env::var("RONDO_NETNS_PEER") else {
         return;
     };
-    let (ip, addrs) = spec.split_once(';').unwrap();
+    let mut parts = spec.split(';');
+    let (ip, addrs) = (parts.next().unwrap(), parts.next().unwrap());
+    let len: usize = parts.next().unwrap().parse().unwrap();
     let peer: Vec<SocketAddr> = addrs.split(',').map(|a| a.parse().unwrap()).collect();
     let clock = Clock::new();
     let mut dp = UdpDatapath::bind(UdpConfig {
@@ -281,7 +348,7 @@ fn netns_peer_side() {
     while Instant::now() < deadline && !gave_up.load(Ordering::Relaxed) {
         dp.poll(&mut ep, &clock, Duration::from_millis(1)).unwrap();
         if let Some(Event::Received { data, .. }) = ep.poll_event(h) {
-            assert!(data == pattern(MSG_LEN, SEED), "payload differs");
+            assert!(data == pattern(len, SEED), "payload differs");
             println!("peer: received {} bytes, byte-exact", data.len());
             // Keep acknowledging retransmissions for a moment.
             let until = Instant::now() + Duration::from_millis(100);

@@ -180,3 +180,49 @@ fn capacity_probes_of_a_jumbo_mtu_qp_are_answered() {
     assert!(s.probes_sent > 0, "no capacity probe was sent: {s:?}");
     assert!(s.probes_acked > 0, "no capacity probe was answered: {s:?}");
 }
+
+/// A request longer on the wire than the local ACK timeout allows: a 1 MiB WRITE
+/// and a 1 MiB READ over 200 Mbit/s take about 42 ms, the timer gives up after
+/// 4 x 4.2 ms without an answer. An RC requester's timer restarts at every ACK
+/// of the transport, so such a request completes on a slow link; so must ours,
+/// where the engine's acknowledgements and the response's packets are that
+/// progress (it failed with `RetryExcErr`, as did `rondo perf` 4 MiB WRITEs
+/// through a 200 Mbit/s bottleneck).
+#[test]
+fn a_request_slower_than_the_ack_timeout_completes_while_it_progresses() {
+    const BIG: usize = 1 << 20;
+    let attr = QpInitAttr {
+        timeout: 10, // 4.194 ms
+        retry_cnt: 3,
+        ..QpInitAttr::default()
+    };
+    let limit = attr.ack_timeout().unwrap().saturating_mul(4);
+    let p = pair_with(FabricConfig::uniform(4, 0.05, 1.0), 5, attr, 2 * BIG);
+    let data = pattern(3, BIG);
+    p.a.mr.write(0, &data).unwrap();
+    let remote = RemoteAddr {
+        addr: p.b.mr.addr(),
+        rkey: p.b.mr.rkey(),
+    };
+    let start = p.fabric.now();
+    let local = vec![Sge::new(&p.a.mr, 0, BIG as u32)];
+    p.a.qp.post_send(&SendWr::write(1, local, remote)).unwrap();
+    let wc = one(&p.a.cq);
+    assert_eq!((wc.wr_id, wc.status), (1, WcStatus::Success));
+    let took = p.fabric.now().saturating_since(start);
+    assert!(
+        took > limit,
+        "the WRITE took {took:?}: not longer than the timer allows, so it tests nothing"
+    );
+    let mut got = vec![0; BIG];
+    p.b.mr.read(0, &mut got).unwrap();
+    assert!(got == data, "the WRITE's bytes differ");
+    // And back: the READ's response is the long part.
+    let local = vec![Sge::new(&p.a.mr, BIG, BIG as u32)];
+    p.a.qp.post_send(&SendWr::read(2, local, remote)).unwrap();
+    let wc = one(&p.a.cq);
+    assert_eq!((wc.wr_id, wc.status), (2, WcStatus::Success));
+    p.a.mr.read(BIG, &mut got).unwrap();
+    assert!(got == data, "the READ's bytes differ");
+    assert_eq!(p.a.qp.state(), QpState::Rts);
+}

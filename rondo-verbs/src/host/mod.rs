@@ -71,6 +71,10 @@ pub(crate) struct QpSlot {
     /// timeout), and the timeouts so far.
     pub ack_deadline: Option<Instant>,
     pub timeouts: u8,
+    /// The engine's packets of this QP acknowledged and received (duplicates
+    /// aside) when last read: when it moves, the peer's transport is answering,
+    /// which restarts the local ACK timer as an RC requester's every ACK does.
+    pub progress_seen: u64,
     // Responder.
     /// Sequence, receives and verdicts, shared with the connection's placement.
     pub rx: Arc<Mutex<RxState>>,
@@ -317,6 +321,7 @@ impl VerbsHost {
                 acked_upto: None,
                 ack_deadline: None,
                 timeouts: 0,
+                progress_seen: 0,
                 rx: Arc::new(Mutex::new(RxState::new(pd))),
                 ack_pending: None,
                 stats: QpStats::default(),
@@ -569,6 +574,7 @@ impl VerbsHost {
             }
         }
         self.scratch = qpns;
+        self.note_transport_progress(now);
         self.fail_overrun_qps();
         for o in &mut self.orphans {
             let (h, next_msg) = (&o.conn, &mut o.next_msg);
@@ -628,6 +634,36 @@ impl VerbsHost {
             }
             _ => None,
         };
+    }
+
+    /// Restarts the local ACK timer of every QP waiting for an answer whose
+    /// engine connection moved since the last look: packets of its requests
+    /// acknowledged, or packets of a response received. The timer then ends only
+    /// a request whose peer went silent, not one that is slower on the wire than
+    /// `timeout` x (`retry_cnt` + 1), as an RC requester's ACKs of each packet keep
+    /// a long message alive on a slow link.
+    fn note_transport_progress(&mut self, now: Instant) {
+        let mut moved = std::mem::take(&mut self.scratch);
+        moved.clear();
+        for s in self.qps.values_mut() {
+            let (Some(h), Some(_)) = (s.conn, s.ack_deadline) else {
+                continue;
+            };
+            let Some(c) = self.endpoint.get(h) else {
+                continue;
+            };
+            let r = c.receiver_stats();
+            let progress =
+                c.sender_stats().packets_acked + r.data_packets.saturating_sub(r.duplicates);
+            if progress != s.progress_seen {
+                s.progress_seen = progress;
+                moved.push((s.qpn, h));
+            }
+        }
+        for &(qpn, _) in &moved {
+            self.restart_ack_timer(now, qpn, true);
+        }
+        self.scratch = moved;
     }
 
     /// Runs local ACK timers that are due: one more timeout, or after `retry_cnt`
