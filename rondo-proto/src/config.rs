@@ -235,6 +235,10 @@ pub struct FlowConfig {
     pub early_recovery: EarlyRecovery,
     /// Smallest retransmission timeout.
     pub rto_min: Duration,
+    /// Largest retransmission timeout, backoff included (`None`: no limit). A verbs
+    /// QP sets its local ACK timeout here, so that the engine resends at least as
+    /// often as an RC NIC with that `timeout` would (docs/verbs.md, "Statuses").
+    pub rto_max: Option<Duration>,
     /// Retransmission timeouts in a row without progress before "retry exceeded".
     pub retry_limit: u32,
     /// Packets lost in a row on one path (no ACK between) that take it out of rotation.
@@ -340,6 +344,7 @@ impl Default for FlowConfig {
             early_recovery_threshold: 4,
             early_recovery: EarlyRecovery::GapAndRtt,
             rto_min: Duration::from_us(500),
+            rto_max: None,
             retry_limit: 8,
             path_down_losses: 8,
             down_probe_interval: Duration::from_us(200),
@@ -558,6 +563,14 @@ impl FlowConfig {
             ">= 1",
         )?;
         check(self.rto_min > Duration::ZERO, "rto_min", "0", "> 0")?;
+        if let Some(max) = self.rto_max {
+            check(
+                max >= self.rto_min,
+                "rto_max",
+                format!("{max:?}"),
+                ">= rto_min",
+            )?;
+        }
         check(self.retry_limit > 0, "retry_limit", 0, ">= 1")?;
         check(self.pacing_burst > 0, "pacing_burst", 0, ">= 1")?;
         check(
@@ -671,5 +684,11 @@ mod tests {
             ..FlowConfig::default()
         };
         c.validate().unwrap();
+        let c = FlowConfig {
+            rto_max: Some(Duration::from_us(100)),
+            ..FlowConfig::default()
+        };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("`rto_max`") && e.contains(">= rto_min"), "{e}");
     }
 }

@@ -311,6 +311,29 @@ impl Connection {
         &self.sender.get().core.paths
     }
 
+    /// Sets the retransmission timer of a running connection
+    /// (`FlowConfig::rto_min`, `rto_max` and `retry_limit`), as a verbs QP's
+    /// `timeout` may change after it connected. Refused, changing nothing, where
+    /// `FlowConfig::validate` would refuse them.
+    pub fn set_rto_bounds(
+        &mut self,
+        min: crate::Duration,
+        max: Option<crate::Duration>,
+        retry_limit: u32,
+    ) -> Result<(), crate::ConfigError> {
+        let sender = self.sender.get_mut();
+        let cfg = crate::FlowConfig {
+            rto_min: min,
+            rto_max: max,
+            retry_limit,
+            ..sender.core.cfg.clone()
+        };
+        cfg.validate()?;
+        sender.core.cfg = cfg;
+        crate::recovery::LossRecovery::set_rto_bounds(&mut sender.recovery, min, max, retry_limit);
+        Ok(())
+    }
+
     /// Sender counters.
     pub fn sender_stats(&self) -> &SenderStats {
         &self.sender.get().core.stats

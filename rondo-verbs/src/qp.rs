@@ -336,6 +336,7 @@ impl QueuePair {
 
     fn flow_config(attr: &QpInitAttr, line_rate_bps: u64, seed: u64, token: u64) -> FlowConfig {
         let mut cfg = attr.flow.clone();
+        (cfg.rto_min, cfg.rto_max, cfg.retry_limit) = rto_bounds(&attr.flow, attr.ack_timeout());
         cfg.token = Some(token);
         cfg.paths = attr.paths;
         cfg.mtu = attr.mtu;
@@ -392,7 +393,11 @@ impl QueuePair {
 
     /// Connects to the peer QP described by `remote` (INIT to RTS).
     pub fn connect(&self, remote: &QpEndpoint) -> Result<(), VerbsError> {
-        let a = &self.inner.attr;
+        // The attributes as created, with the `timeout` in force now.
+        let a = &QpInitAttr {
+            timeout: self.retry().0,
+            ..self.inner.attr.clone()
+        };
         if remote.paths != a.paths || remote.mtu as usize != a.mtu {
             return Err(VerbsError::BadEndpoint(format!(
                 "peer uses {} paths and MTU {}, this QP {} and {}; create both with the same",
@@ -542,6 +547,12 @@ impl QueuePair {
             Some(slot) => {
                 slot.attr.timeout = timeout.unwrap_or(slot.attr.timeout);
                 slot.attr.retry_cnt = retry_cnt.unwrap_or(slot.attr.retry_cnt);
+                // A connected QP's engine resends by the new timeout from now on.
+                let (min, max, limit) = rto_bounds(&slot.attr.flow, slot.attr.ack_timeout());
+                if let Some(c) = slot.conn.and_then(|c| h.endpoint.get_mut(c)) {
+                    c.set_rto_bounds(min, max, limit)
+                        .map_err(|e| attr_err("timeout", e.to_string()))?;
+                }
                 Ok(())
             }
             None => Err(VerbsError::InvalidWr("no such QP")),
@@ -598,5 +609,31 @@ mod tests {
             Err(VerbsError::BadEndpoint(m)) => assert!(m.contains("--features verbs"), "{m}"),
             other => panic!("{other:?}"),
         }
+    }
+}
+
+/// The engine's retransmission timer for a QP whose local ACK timeout is
+/// `ack_timeout`: (`rto_min`, `rto_max`, `retry_limit`). As an RC NIC resends
+/// after each `timeout` without an answer and gives up after `retry_cnt` of them
+/// in a row, the engine resends at least once per `timeout` and leaves the
+/// giving up to the QP's local ACK timer, which every packet acknowledged or
+/// received restarts (docs/verbs.md, "Statuses"). Without the cap the engine's
+/// doubling RTO (3 x the largest smoothed RTT, a 25 ms floor on a host stack)
+/// outgrew the timer under congestion, and the timer failed a QP whose engine
+/// was still resending (`rondo perf --transport rrps` over four shaped paths of
+/// 25-200 Mbit/s, about 1 run in 20); with the cap and the engine's own limit
+/// of 8, its fast first timeouts used the limit up before `timeout` x
+/// (`retry_cnt` + 1). `timeout` 0 (forever): the flow's own settings.
+fn rto_bounds(
+    flow: &FlowConfig,
+    ack_timeout: Option<rondo_proto::Duration>,
+) -> (rondo_proto::Duration, Option<rondo_proto::Duration>, u32) {
+    match ack_timeout {
+        Some(t) => (
+            flow.rto_min.min(t),
+            Some(flow.rto_max.map_or(t, |m| m.min(t))),
+            u32::MAX,
+        ),
+        None => (flow.rto_min, flow.rto_max, flow.retry_limit),
     }
 }

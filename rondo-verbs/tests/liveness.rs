@@ -226,3 +226,39 @@ fn a_request_slower_than_the_ack_timeout_completes_while_it_progresses() {
     assert!(got == data, "the READ's bytes differ");
     assert_eq!(p.a.qp.state(), QpState::Rts);
 }
+
+/// A loss burst shorter than `timeout` x (`retry_cnt` + 1): 70 ms of 100% loss
+/// against 6 x 16.8 ms. An RC NIC resends after each `timeout` and gets through
+/// once the burst ends; the engine's RTO doubled past the timer instead
+/// (resends at 16, 32, 64 and 128 ms into the burst), so the QP failed at 101 ms
+/// though its next resend would have got through. Capped at the QP's timeout,
+/// the RTO resends at 66 and 83 ms, and the WRITE completes.
+#[test]
+fn a_loss_burst_shorter_than_the_qps_timeouts_is_survived() {
+    let attr = QpInitAttr {
+        timeout: 12, // 16.8 ms
+        retry_cnt: 5,
+        ..QpInitAttr::default()
+    };
+    let p = pair_with(FabricConfig::uniform(4, 25.0, 1000.0), 5, attr, 2 * LEN);
+    let remote = RemoteAddr {
+        addr: p.b.mr.addr(),
+        rkey: p.b.mr.rkey(),
+    };
+    // A first WRITE gives the engine its RTT samples.
+    let local = vec![Sge::new(&p.a.mr, 0, 4096)];
+    p.a.qp
+        .post_send(&SendWr::write(1, local.clone(), remote))
+        .unwrap();
+    assert_eq!(one(&p.a.cq).status, WcStatus::Success);
+    p.fabric.set_loss(1.0);
+    let start = p.fabric.now();
+    p.a.qp.post_send(&SendWr::write(2, local, remote)).unwrap();
+    p.fabric.run_until(start + Duration::from_ms(70));
+    p.fabric.set_loss(0.0);
+    let wc = one(&p.a.cq);
+    assert_eq!((wc.wr_id, wc.status), (2, WcStatus::Success));
+    let took = p.fabric.now().saturating_since(start);
+    eprintln!("completed {took:?} after the burst began");
+    assert!(took > Duration::from_ms(70), "completed during the burst");
+}

@@ -9,7 +9,7 @@ use super::RtoTimer;
 use crate::config::FlowConfig;
 use crate::event::Event;
 use crate::sender::Core;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 
 /// What a NAK of expected PSN e resends.
@@ -54,6 +54,10 @@ impl GoBackN {
 }
 
 impl LossRecovery for GoBackN {
+    fn set_rto_bounds(&mut self, min: Duration, max: Option<Duration>, retry_limit: u32) {
+        self.rto_timer.set_bounds(min, max, retry_limit);
+    }
+
     fn on_transmit(&mut self, _psn: u64) {}
 
     fn on_transmitted(&mut self, now: Instant, in_flight: u32) {

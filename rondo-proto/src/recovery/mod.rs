@@ -32,6 +32,9 @@ pub(crate) trait LossRecovery {
     fn on_transmit(&mut self, psn: u64);
     /// A data packet went out at `now`; `in_flight` packets are in flight now.
     fn on_transmitted(&mut self, now: Instant, in_flight: u32);
+    /// The retransmission timeout's new bounds and retry limit
+    /// (`FlowConfig::rto_min`, `rto_max`, `retry_limit`).
+    fn set_rto_bounds(&mut self, min: Duration, max: Option<Duration>, retry_limit: u32);
     /// An ACK acknowledged something new.
     fn on_progress(&mut self, now: Instant);
     /// The ACK of `psn`'s copy sent at `sent_at` on `path` arrived (its own ACK,
@@ -68,6 +71,7 @@ pub(crate) struct RtoTimer {
     /// RTT assumed before any sample (also the schemes' own fallback).
     pub(crate) initial_rtt: Duration,
     rto_min: Duration,
+    rto_max: Option<Duration>,
     retry_limit: u32,
     retries: u32,
     last_progress: Instant,
@@ -78,6 +82,7 @@ impl RtoTimer {
         RtoTimer {
             initial_rtt: cfg.initial_rtt,
             rto_min: cfg.rto_min,
+            rto_max: cfg.rto_max,
             retry_limit: cfg.retry_limit,
             retries: 0,
             last_progress: now,
@@ -87,7 +92,16 @@ impl RtoTimer {
     fn rto(&self, core: &Core) -> Duration {
         let srtt = core.max_srtt.unwrap_or(self.initial_rtt);
         let base = srtt.saturating_mul(3).max(self.rto_min);
-        base.saturating_mul(1u64 << self.retries.min(16))
+        let rto = base.saturating_mul(1u64 << self.retries.min(16));
+        self.rto_max.map_or(rto, |max| rto.min(max))
+    }
+
+    /// New bounds of the timeout and retry limit (checked by
+    /// `FlowConfig::validate`).
+    pub(crate) fn set_bounds(&mut self, min: Duration, max: Option<Duration>, retry_limit: u32) {
+        self.rto_min = min;
+        self.rto_max = max;
+        self.retry_limit = retry_limit;
     }
 
     /// When the timer fires, if it runs.
@@ -183,6 +197,9 @@ impl LossRecovery for AnyRecovery {
     }
     fn on_transmitted(&mut self, now: Instant, in_flight: u32) {
         dispatch!(self, r => r.on_transmitted(now, in_flight))
+    }
+    fn set_rto_bounds(&mut self, min: Duration, max: Option<Duration>, retry_limit: u32) {
+        dispatch!(self, r => r.set_rto_bounds(min, max, retry_limit))
     }
     fn on_progress(&mut self, now: Instant) {
         dispatch!(self, r => r.on_progress(now))

@@ -143,6 +143,10 @@ impl RackTlp {
 }
 
 impl LossRecovery for RackTlp {
+    fn set_rto_bounds(&mut self, min: Duration, max: Option<Duration>, retry_limit: u32) {
+        self.rto_timer.set_bounds(min, max, retry_limit);
+    }
+
     fn on_transmit(&mut self, psn: u64) {
         self.loss_scan = self.loss_scan.min(psn);
     }
@@ -316,6 +320,30 @@ mod tests {
         assert_eq!(c.paths.inflight(0), 1);
         // Path 1's probe is next (5 + 40 us); path 0 has its probe out.
         assert_eq!(r.poll_timeout(&c), Some(Instant::from_us(45)));
+    }
+
+    #[test]
+    fn rto_max_caps_the_backoff() {
+        let mut c = core(1);
+        c.cfg.rto_max = Some(Duration::from_us(1500));
+        let mut r = RackTlp::new(&c.cfg.clone(), Instant::ZERO, RackScope::Flow);
+        r.groups[0].probe_out = true; // no probes: the RTO alone
+        send(&mut c, &mut r, 0, 0);
+        let mut events = VecDeque::new();
+        assert!(r.on_timeout(Instant::from_us(500), &mut c, &mut events));
+        assert_eq!(r.rto_timer.rto(&c), Duration::from_us(1000));
+        assert!(r.on_timeout(Instant::from_us(1500), &mut c, &mut events));
+        assert_eq!(r.rto_timer.rto(&c), Duration::from_us(1500), "not 2000");
+        // Bounds given later apply to the next timeout.
+        LossRecovery::set_rto_bounds(
+            &mut r,
+            Duration::from_us(500),
+            Some(Duration::from_us(700)),
+            8,
+        );
+        assert_eq!(r.rto_timer.rto(&c), Duration::from_us(700));
+        LossRecovery::set_rto_bounds(&mut r, Duration::from_us(500), None, 8);
+        assert_eq!(r.rto_timer.rto(&c), Duration::from_us(2000));
     }
 
     #[test]

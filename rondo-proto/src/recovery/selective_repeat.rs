@@ -49,6 +49,10 @@ impl SelectiveRepeat {
 }
 
 impl LossRecovery for SelectiveRepeat {
+    fn set_rto_bounds(&mut self, min: Duration, max: Option<Duration>, retry_limit: u32) {
+        self.rto_timer.set_bounds(min, max, retry_limit);
+    }
+
     fn on_transmit(&mut self, psn: u64) {
         self.loss_scan = self.loss_scan.min(psn);
     }
