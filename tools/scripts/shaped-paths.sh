@@ -10,6 +10,7 @@
 #   RATES="200mbit 100mbit 50mbit 25mbit"  one HTB rate per path (4 by default)
 #   LIMIT=64                               packets of each path's FIFO
 #   SIZE=1048576 DURATION=3                the perf client's -s and -D
+#   ENGINE="KEY=VALUE ..."                 engine settings (`rondo perf --engine`)
 # Prints one line per run (goodput, OOD, retransmissions, verified) and each
 # transport's median goodput against the sum of the rates.
 set -euo pipefail
@@ -24,6 +25,10 @@ rates=${RATES:-200mbit 100mbit 50mbit 25mbit}
 limit=${LIMIT:-64}
 size=${SIZE:-1048576}
 seconds=${DURATION:-3}
+engine=()
+for kv in ${ENGINE:-}; do
+    engine+=(--engine "$kv")
+done
 ns=rondo-shaped-$$
 veth=rsh$(($$ % 100000))
 port=4800
@@ -64,11 +69,11 @@ ip netns exec "$ns" "$bin" perf server --bind 10.96.0.2 --port "$ctrl" \
     --udp-port "$port" --auth none > /dev/null 2>&1 &
 server=$!
 sleep 1
-echo "paths: $rates (FIFO $limit packets each), $size-byte WRITEs for $seconds s, $rounds rounds"
+echo "paths: $rates (FIFO $limit packets each), $size-byte WRITEs for $seconds s, $rounds rounds${ENGINE:+, engine: $ENGINE}"
 for round in $(seq "$rounds"); do
     for t in $transports; do
         "$bin" perf client 10.96.0.2 -p "$ctrl" --paths "$paths" --transport "$t" --auth none \
-            -s "$size" -D "$seconds" --verify --json 2> /dev/null |
+            -s "$size" -D "$seconds" --verify --json "${engine[@]}" 2> /dev/null |
             python3 -c '
 import json, sys
 r = json.load(sys.stdin)

@@ -2,10 +2,10 @@
 //! on both sides over the backend's host profile.
 
 use anyhow::{bail, Context as _};
-use rondo_proto::{Duration, FlowConfig, PathSelection};
+use rondo_proto::{Duration, FlowConfig, LossRecoveryKind, PathSelection};
 
 /// The keys `--engine` takes, for messages.
-pub const KEYS: &str = "scheduler, probing, pacing, base_rtt_us, rto_min_us, early_recovery_threshold, q0, initial_window, target_queue_rtts, stall_allowance_us, path_selection, ack_coalesce_packets, ack_coalesce_us";
+pub const KEYS: &str = "scheduler, probing, pacing, base_rtt_us, rto_min_us, early_recovery_threshold, q0, initial_window, target_queue_rtts, stall_allowance_us, path_selection, loss_recovery, ack_coalesce_packets, ack_coalesce_us";
 
 /// `cfg` with every `KEY=VALUE` of `settings` applied (a flow of `paths` paths).
 pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Result<FlowConfig> {
@@ -80,6 +80,14 @@ pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Re
                 a.delay = Duration::from_us_f64(number()?);
                 cfg.ack_coalesce = Some(a);
             }
+            "loss_recovery" => {
+                cfg.loss_recovery = match value {
+                    "sr" => LossRecoveryKind::SelectiveRepeat,
+                    "rack-flow" => LossRecoveryKind::RackFlow,
+                    "rack-path" => LossRecoveryKind::RackPath,
+                    _ => bail!("{}: give sr, rack-flow or rack-path", what()),
+                }
+            }
             "path_selection" => {
                 cfg.path_selection = match value {
                     "deficit" => PathSelection::Deficit,
@@ -114,6 +122,7 @@ mod tests {
                 "path_selection=random".into(),
                 "ack_coalesce_packets=16".into(),
                 "ack_coalesce_us=50".into(),
+                "loss_recovery=rack-path".into(),
             ],
             4,
         )
@@ -123,7 +132,9 @@ mod tests {
         assert_eq!((acks.packets, acks.delay), (16, Duration::from_us(50)));
         assert_eq!(c.base_rtt.unwrap()[3], Duration::from_us(400));
         assert_eq!(c.path_selection, PathSelection::Random);
+        assert_eq!(c.loss_recovery, LossRecoveryKind::RackPath);
         for (bad, want) in [
+            ("loss_recovery=gbn", "sr, rack-flow or rack-path"),
             ("nope=1", "no such engine setting"),
             ("scheduler=maybe", "true or false"),
             ("base_rtt_us=1,2", "2 values for 4 paths"),
