@@ -117,7 +117,7 @@ impl Config {
         let mtu = parse(
             &get,
             "RONDO_IBV_MTU",
-            4196usize,
+            datagram_for(ip, 4196),
             "give a datagram size of 512 to 9216 bytes",
             |m| (512..=9216).contains(m),
         )?;
@@ -197,26 +197,69 @@ impl Config {
 
 /// The first IPv4 address of an interface that is up and not loopback.
 fn first_non_loopback() -> Option<Ipv4Addr> {
+    ipv4_interfaces()
+        .into_iter()
+        .find(|i| i.up && !i.loopback)
+        .map(|i| i.addr)
+}
+
+/// The MTU of the interface that holds `ip` (from `/sys/class/net`), if one does.
+fn interface_mtu(ip: Ipv4Addr) -> Option<usize> {
+    let name = ipv4_interfaces().into_iter().find(|i| i.addr == ip)?.name;
+    std::fs::read_to_string(format!("/sys/class/net/{name}/mtu"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The default datagram for sockets on `ip`: `default`, or less where the
+/// interface's MTU less the IPv4 and UDP headers (28 bytes) is less, so that the
+/// kernel does not fragment every datagram: between two namespaces joined by a
+/// veth (MTU 1500), `ib_write_bw -s 65536` moved 6.75 MB/s with 4196-byte
+/// datagrams and 541.7 MB/s with 1472-byte ones (2026-12-07).
+fn datagram_for(ip: Ipv4Addr, default: usize) -> usize {
+    interface_mtu(ip).map_or(default, |m| default.min(m.saturating_sub(28).max(512)))
+}
+
+/// One IPv4 address of an interface.
+struct Ipv4Interface {
+    name: String,
+    addr: Ipv4Addr,
+    up: bool,
+    loopback: bool,
+}
+
+/// Every IPv4 address of every interface (`getifaddrs`), in its order.
+fn ipv4_interfaces() -> Vec<Ipv4Interface> {
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `list` with a linked list we free below.
     if unsafe { libc::getifaddrs(&mut list) } != 0 {
-        return None;
+        return Vec::new();
     }
-    let mut found = None;
+    let mut found = Vec::new();
     let mut at = list;
     while !at.is_null() {
         // SAFETY: `at` is a node of the list getifaddrs returned, alive until freed.
         let ifa = unsafe { &*at };
-        let up = ifa.ifa_flags & libc::IFF_UP as u32 != 0;
-        let lo = ifa.ifa_flags & libc::IFF_LOOPBACK as u32 != 0;
-        if up && !lo && !ifa.ifa_addr.is_null() {
+        if !ifa.ifa_addr.is_null() && !ifa.ifa_name.is_null() {
             // SAFETY: a non-null ifa_addr points to a sockaddr of its family.
             let family = unsafe { (*ifa.ifa_addr).sa_family };
             if i32::from(family) == libc::AF_INET {
-                // SAFETY: AF_INET addresses are sockaddr_in.
-                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                found = Some(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
-                break;
+                // SAFETY: AF_INET addresses are sockaddr_in; ifa_name is a C string
+                // alive until the list is freed.
+                let (sin, name) = unsafe {
+                    (
+                        &*(ifa.ifa_addr as *const libc::sockaddr_in),
+                        std::ffi::CStr::from_ptr(ifa.ifa_name),
+                    )
+                };
+                found.push(Ipv4Interface {
+                    name: name.to_string_lossy().into_owned(),
+                    addr: Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                    up: ifa.ifa_flags & libc::IFF_UP as u32 != 0,
+                    loopback: ifa.ifa_flags & libc::IFF_LOOPBACK as u32 != 0,
+                });
             }
         }
         at = ifa.ifa_next;
@@ -232,6 +275,17 @@ mod tests {
 
     fn vars<'a>(v: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |k| v.iter().find(|(n, _)| *n == k).map(|(_, x)| x.to_string())
+    }
+
+    #[test]
+    fn the_default_datagram_fits_the_interface() {
+        // Loopback carries 4196 bytes unfragmented; an address of no interface
+        // keeps the default.
+        assert_eq!(datagram_for(Ipv4Addr::LOCALHOST, 4196), 4196);
+        assert_eq!(datagram_for(Ipv4Addr::new(192, 0, 2, 77), 4196), 4196);
+        if let Some(lo) = interface_mtu(Ipv4Addr::LOCALHOST) {
+            assert_eq!(datagram_for(Ipv4Addr::LOCALHOST, 100_000), lo - 28);
+        }
     }
 
     #[test]
