@@ -233,6 +233,15 @@ pub struct FlowConfig {
     pub early_recovery_threshold: u32,
     /// Whether early recovery also waits for the path's RTT ([`EarlyRecovery`]).
     pub early_recovery: EarlyRecovery,
+    /// Selective repeat also declares a packet lost when a packet sent after it
+    /// on its own path has been acknowledged there, once its path's ACK deadline
+    /// has passed: each path is a FIFO (a UDP socket pair, one ECMP route), so
+    /// the later packet's ACK says the earlier one is not coming. For datapaths
+    /// that reorder between paths by far more than the network loses (a host
+    /// stack's per-path batches), whose PSN threshold is then too large to see
+    /// a loss among a few small messages (docs/udp.md, "Loss among small
+    /// messages"). Off by default (the paper's early recovery).
+    pub path_order_loss: bool,
     /// Smallest retransmission timeout.
     pub rto_min: Duration,
     /// Largest retransmission timeout, backoff included (`None`: no limit). A verbs
@@ -343,6 +352,7 @@ impl Default for FlowConfig {
             path_burst: 1,
             early_recovery_threshold: 4,
             early_recovery: EarlyRecovery::GapAndRtt,
+            path_order_loss: false,
             rto_min: Duration::from_us(500),
             rto_max: None,
             retry_limit: 8,

@@ -187,6 +187,9 @@ pub struct PathState {
     /// PSNs of the probes sent on this path whose ACK has not come back, oldest
     /// first (at most [`MAX_PROBES_OUTSTANDING`]): only their ACKs are believed.
     pub(crate) probes_outstanding: std::collections::VecDeque<u32>,
+    /// Send time of the latest-sent data packet acknowledged by its own ACK on
+    /// this path (`FlowConfig::path_order_loss`).
+    pub(crate) newest_acked_sent: Option<Instant>,
     pub(crate) counters: PathCounters,
 }
 
@@ -226,6 +229,7 @@ impl PathState {
             last_feedback: None,
             last_sample: None,
             probes_outstanding: std::collections::VecDeque::new(),
+            newest_acked_sent: None,
             counters: PathCounters::default(),
         }
     }

@@ -326,6 +326,10 @@ impl Core {
         if own && e.in_flight {
             e.in_flight = false;
             self.paths.remove_in_flight(e.path as usize);
+            let p = &mut self.paths[e.path as usize];
+            if p.newest_acked_sent.is_none_or(|t| t < e.sent_at) {
+                p.newest_acked_sent = Some(e.sent_at);
+            }
         }
         if e.acked {
             return false;
