@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Rondo beside other transports over real kernel UDP, through paths of different
-# rates: a network namespace joined by a veth pair, whose host side shapes each
+# rates: a network namespace joined by a veth pair, both of whose ends shape each
 # of the server's path ports with its own HTB class (`tc`, no netem needed) and a
-# short FIFO. The paper's Fig. 9 case on sockets: a sprayer that fills every path
+# short FIFO, in both directions. The paper's Fig. 9 case on sockets: a sprayer that fills every path
 # reaches near the sum of the rates; round robin is held to the slowest path times
 # the path count.
 #
@@ -11,6 +11,7 @@
 #   LIMIT=64                               packets of each path's FIFO
 #   SIZE=1048576 DURATION=3                the perf client's -s and -D
 #   ENGINE="KEY=VALUE ..."                 engine settings (`rondo perf --engine`)
+#   OP=write                               the perf client's --op (write, read, send)
 # Prints one line per run (goodput, OOD, retransmissions, verified) and each
 # transport's median goodput against the sum of the rates.
 set -euo pipefail
@@ -53,26 +54,34 @@ ip link set "$veth" up
 ip netns exec "$ns" ip addr add 10.96.0.2/24 dev "${veth}p"
 ip netns exec "$ns" ip link set "${veth}p" up
 ip netns exec "$ns" ip link set lo up
-# Everything but the data paths (the control connection, ACKs' way back is the
-# other direction) goes unshaped through class 1:100.
-tc qdisc add dev "$veth" root handle 1: htb default 100 2> /dev/null
-tc class add dev "$veth" parent 1: classid 1:100 htb rate 10gbit 2> /dev/null
-i=1
-for r in $rates; do
-    tc class add dev "$veth" parent 1: classid "1:$i" htb rate "$r" ceil "$r" 2> /dev/null
-    tc qdisc add dev "$veth" parent "1:$i" handle "$((10 + i)):" pfifo limit "$limit"
-    tc filter add dev "$veth" parent 1: protocol ip u32 \
-        match ip dport "$((port + i - 1))" 0xffff flowid "1:$i"
-    i=$((i + 1))
-done
+# Each direction of path i gets its own class: on this side by the server's
+# port as destination (the client's data and requests), in the namespace by it
+# as source (READ responses, ACKs). Everything else (the control connection)
+# goes unshaped through class 1:100.
+shape() { # shape DEV MATCH [ip netns exec NS]
+    local dev=$1 match=$2
+    shift 2
+    "$@" tc qdisc add dev "$dev" root handle 1: htb default 100 2> /dev/null
+    "$@" tc class add dev "$dev" parent 1: classid 1:100 htb rate 10gbit 2> /dev/null
+    local i=1
+    for r in $rates; do
+        "$@" tc class add dev "$dev" parent 1: classid "1:$i" htb rate "$r" ceil "$r" 2> /dev/null
+        "$@" tc qdisc add dev "$dev" parent "1:$i" handle "$((10 + i)):" pfifo limit "$limit"
+        "$@" tc filter add dev "$dev" parent 1: protocol ip u32 \
+            match ip "$match" "$((port + i - 1))" 0xffff flowid "1:$i"
+        i=$((i + 1))
+    done
+}
+shape "$veth" dport
+shape "${veth}p" sport ip netns exec "$ns"
 ip netns exec "$ns" "$bin" perf server --bind 10.96.0.2 --port "$ctrl" \
     --udp-port "$port" --auth none > /dev/null 2>&1 &
 server=$!
 sleep 1
-echo "paths: $rates (FIFO $limit packets each), $size-byte WRITEs for $seconds s, $rounds rounds${ENGINE:+, engine: $ENGINE}"
+echo "paths: $rates (FIFO $limit packets each), $size-byte ${OP:-write}s for $seconds s, $rounds rounds${ENGINE:+, engine: $ENGINE}"
 for round in $(seq "$rounds"); do
     for t in $transports; do
-        "$bin" perf client 10.96.0.2 -p "$ctrl" --paths "$paths" --transport "$t" --auth none \
+        "$bin" perf client 10.96.0.2 -p "$ctrl" --paths "$paths" --transport "$t" --auth none --op "${OP:-write}" \
             -s "$size" -D "$seconds" --verify --json "${engine[@]}" 2> /dev/null |
             python3 -c '
 import json, sys
