@@ -638,7 +638,8 @@ impl VerbsHost {
 
     /// Restarts the local ACK timer of every QP waiting for an answer whose
     /// engine connection moved since the last look: packets of its requests
-    /// acknowledged, or packets of a response received. The timer then ends only
+    /// acknowledged, or new packets received from the peer (responses, or the
+    /// peer's own requests: either way its transport is alive). The timer then ends only
     /// a request whose peer went silent, not one that is slower on the wire than
     /// `timeout` x (`retry_cnt` + 1), as an RC requester's ACKs of each packet keep
     /// a long message alive on a slow link.
