@@ -214,13 +214,14 @@ fn interface_mtu(ip: Ipv4Addr) -> Option<usize> {
 }
 
 /// The default datagram for sockets on `ip`: `default`, or less where the
-/// interface's MTU less the IPv4 and UDP headers (28 bytes) is less, so that the
+/// interface's MTU less the IPv4 and UDP headers is less, so that the
 /// kernel does not fragment every datagram (a lost fragment loses the whole
 /// datagram, and fragmenting costs the host: `rondo perf --auth none` between
 /// two namespaces on a veth of MTU 1500 moved 6.0 Gb/s with 4,156-byte datagrams
 /// and 18.0-19.6 Gb/s with 1,472-byte ones, 2026-12-07).
 fn datagram_for(ip: Ipv4Addr, default: usize) -> usize {
-    interface_mtu(ip).map_or(default, |m| default.min(m.saturating_sub(28).max(512)))
+    let headers = rondo_ud::udp::ip_udp_header_len(ip.into());
+    interface_mtu(ip).map_or(default, |m| default.min(m.saturating_sub(headers).max(512)))
 }
 
 /// One IPv4 address of an interface.

@@ -35,8 +35,6 @@ pub struct SelectiveRepeat {
     /// `FlowConfig::path_order_loss`: a packet overtaken on its own path is a
     /// loss candidate too.
     path_order: bool,
-    /// Scratch: each path's newest acknowledged send time during detection.
-    overtaken: Vec<Option<Instant>>,
 }
 
 impl SelectiveRepeat {
@@ -50,7 +48,6 @@ impl SelectiveRepeat {
             loss_scan: u64::from(cfg.initial_psn),
             deadlines: Vec::new(),
             path_order: cfg.path_order_loss,
-            overtaken: Vec::new(),
         }
     }
 }
@@ -105,13 +102,13 @@ impl LossRecovery for SelectiveRepeat {
         self.deadlines.clear();
         self.deadlines
             .extend(core.paths.iter().map(|p| p.ack_deadline()));
-        self.overtaken.clear();
-        if self.path_order {
-            self.overtaken
-                .extend(core.paths.iter().map(|p| p.newest_acked_sent));
-        }
-        let overtaken = |e: &crate::sender::SentPacket| {
-            self.path_order && self.overtaken[e.path as usize].is_some_and(|t| e.sent_at < t)
+        let path_order = self.path_order;
+        // Sent before a packet that its own path acknowledged.
+        let overtaken = |core: &Core, e: &crate::sender::SentPacket| {
+            path_order
+                && core.paths[e.path as usize]
+                    .newest_acked_sent
+                    .is_some_and(|t| e.sent_at < t)
         };
         let gap_only = self.rule == EarlyRecovery::Gap;
         let mut next_due: Option<Instant> = None;
@@ -121,7 +118,7 @@ impl LossRecovery for SelectiveRepeat {
                 continue;
             }
             let gap = first + i < gap_limit;
-            if !gap && !overtaken(e) {
+            if !gap && !overtaken(core, e) {
                 continue;
             }
             if gap && gap_only && e.tx_count == 1 {
@@ -150,7 +147,7 @@ impl LossRecovery for SelectiveRepeat {
                 continue;
             }
             let gap = i < gap_limit;
-            if !gap && !overtaken(&e) {
+            if !gap && !overtaken(core, &e) {
                 continue;
             }
             let due = if gap && gap_only && e.tx_count == 1 {
