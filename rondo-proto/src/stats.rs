@@ -5,11 +5,16 @@
 ///
 /// The exact buckets are allocated as samples reach them (a connection that never
 /// sees reordering keeps a handful), so that an endpoint can hold thousands of
-/// connections (issue 10: under 16 KB per idle connection).
+/// connections (issue 10: under 16 KB per idle connection). Zeros, the common
+/// sample (a packet in order), are counted beside the totals rather than in the
+/// bucket vector, so that recording one reads no cache line but the
+/// histogram's own (a receiver records two per arrival).
 #[derive(Clone, Debug)]
 pub struct Histogram {
-    /// Buckets `0..counts.len()`; the ones up to `exact` not yet reached are 0.
+    /// Buckets `1..counts.len()` (`counts[0]` stays 0: zeros are `zeros`); the
+    /// ones up to `exact` not yet reached are 0.
     counts: Vec<u64>,
+    zeros: u64,
     exact: usize,
     overflow: u64,
     total: u64,
@@ -27,8 +32,8 @@ impl Default for Histogram {
 /// buckets each has allocated.
 impl PartialEq for Histogram {
     fn eq(&self, other: &Self) -> bool {
-        let n = self.counts.len().max(other.counts.len());
-        let at = |h: &Histogram, i: usize| h.counts.get(i).copied().unwrap_or(0);
+        let n = self.counts.len().max(other.counts.len()).max(1);
+        let at = |h: &Histogram, i: usize| h.bucket(i);
         self.exact == other.exact
             && self.overflow == other.overflow
             && self.total == other.total
@@ -45,6 +50,7 @@ impl Histogram {
     pub fn new(exact: usize) -> Histogram {
         Histogram {
             counts: Vec::new(),
+            zeros: 0,
             exact: exact.max(1),
             overflow: 0,
             total: 0,
@@ -55,7 +61,9 @@ impl Histogram {
 
     /// Records one sample.
     pub fn record(&mut self, v: u64) {
-        if v < self.exact as u64 {
+        if v == 0 {
+            self.zeros += 1;
+        } else if v < self.exact as u64 {
             let i = v as usize;
             if i >= self.counts.len() {
                 let len = (i + 1).next_power_of_two().clamp(8, self.exact);
@@ -79,10 +87,20 @@ impl Histogram {
         for (i, c) in other.counts.iter().enumerate() {
             self.counts[i] += c;
         }
+        self.zeros += other.zeros;
         self.overflow += other.overflow;
         self.total += other.total;
         self.sum += other.sum;
         self.max = self.max.max(other.max);
+    }
+
+    /// Samples of value `v` below `exact`.
+    fn bucket(&self, v: usize) -> u64 {
+        if v == 0 {
+            self.zeros
+        } else {
+            self.counts.get(v).copied().unwrap_or(0)
+        }
     }
 
     /// Number of samples.
@@ -111,8 +129,11 @@ impl Histogram {
             return 0;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
-        let mut seen = 0;
-        for (v, c) in self.counts.iter().enumerate() {
+        let mut seen = self.zeros;
+        if seen >= rank {
+            return 0;
+        }
+        for (v, c) in self.counts.iter().enumerate().skip(1) {
             seen += c;
             if seen >= rank {
                 return v as u64;
@@ -249,5 +270,26 @@ mod tests {
         assert!((h.mean() - 4.5).abs() < 1e-9);
         h.record(1000);
         assert_eq!(h.quantile(1.0), 1000);
+    }
+
+    #[test]
+    fn zeros_count_in_quantiles_merges_and_equality() {
+        let mut h = Histogram::new(16);
+        for _ in 0..98 {
+            h.record(0);
+        }
+        h.record(3);
+        h.record(20);
+        assert_eq!((h.quantile(0.5), h.quantile(0.98)), (0, 0));
+        assert_eq!((h.quantile(0.99), h.quantile(1.0)), (3, 20));
+        let mut only_zeros = Histogram::new(16);
+        only_zeros.record(0);
+        assert_ne!(only_zeros, Histogram::new(16), "a zero is a sample");
+        let mut m = Histogram::new(16);
+        m.merge(&h);
+        m.merge(&only_zeros);
+        assert_eq!(m.count(), 101);
+        assert_eq!(m.quantile(0.98), 0);
+        assert_eq!((m.quantile(0.99), m.quantile(1.0)), (3, 20));
     }
 }
