@@ -46,6 +46,20 @@ pub fn phase_skip(
     delays_ns: &[Option<f64>],
     next_ns: &[f64],
 ) -> u64 {
+    phase_skip_by(p, now_ns, rates_per_ns, delays_ns, |q| next_ns[q])
+}
+
+/// [`phase_skip`] with path q's expected next transmission read by `next_ns(q)`,
+/// only for the paths that can contribute (a rate, a delay estimate, and a
+/// shorter delay than p's).
+#[inline]
+fn phase_skip_by(
+    p: usize,
+    now_ns: f64,
+    rates_per_ns: &[f64],
+    delays_ns: &[Option<f64>],
+    next_ns: impl Fn(usize) -> f64,
+) -> u64 {
     let Some(dp) = delays_ns[p] else { return 0 };
     let mut skip = 0u64;
     for q in 0..rates_per_ns.len() {
@@ -56,10 +70,11 @@ pub fn phase_skip(
             continue;
         }
         let horizon = now_ns + (dp - dq);
-        if next_ns[q] >= now_ns {
+        let next = next_ns(q);
+        if next >= now_ns {
             // On schedule: its opportunities at next, next + 1/r, ... before the horizon.
-            if next_ns[q] < horizon {
-                skip += ((horizon - next_ns[q]) * rate).ceil() as u64;
+            if next < horizon {
+                skip += ((horizon - next) * rate).ceil() as u64;
             }
         } else {
             // Overdue (held by its window or the pacer): its phase is unknown, so count
@@ -109,8 +124,6 @@ struct SkipScratch {
     rates: Vec<f64>,
     /// Per path: forward delay in ns (`None` when unusable).
     delays: Vec<Option<f64>>,
-    /// Per path: expected time of its next transmission, ns.
-    next: Vec<f64>,
 }
 
 impl SkipScheduler {
@@ -161,20 +174,17 @@ impl SkipScheduler {
     /// The skip of a transmission on `path` now, from the other paths' phases.
     fn phase_skip(&mut self, path: usize, now: Instant, paths: &Paths) -> u64 {
         let now_ns = now.as_ps() as f64 / 1e3;
-        let sc = &mut self.scratch;
+        let sc = &self.scratch;
         if sc.rates.len() != paths.len() {
             return u64::from(self.skip[path]); // no skip computation yet
         }
-        sc.next.clear();
-        for (q, p) in paths.iter().enumerate() {
-            let rate = sc.rates.get(q).copied().unwrap_or(0.0);
-            let next = match (p.last_sent, rate > 0.0) {
-                (Some(t), true) => t.as_ps() as f64 / 1e3 + 1.0 / rate,
-                _ => now_ns,
-            };
-            sc.next.push(next);
-        }
-        phase_skip(path, now_ns, &sc.rates, &sc.delays, &sc.next)
+        // A path's next transmission: one interval at its rate after its last
+        // (now, without one); read only for the paths that count.
+        let next = |q: usize| match paths[q].last_sent {
+            Some(t) => t.as_ps() as f64 / 1e3 + 1.0 / sc.rates[q],
+            None => now_ns,
+        };
+        phase_skip_by(path, now_ns, &sc.rates, &sc.delays, next)
     }
 }
 
