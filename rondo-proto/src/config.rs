@@ -187,6 +187,15 @@ pub struct FlowConfig {
     /// pacer lets them, and a long path's jump queues at its bottleneck
     /// (docs/engine.md, issue 12 row 3).
     pub probe_pacing_burst: Option<f64>,
+    /// Once the receiver has refused a packet for want of reorder-buffer room
+    /// ("buffer full"), pace what probe ACKs buy as `probe_pacing_burst` of 0
+    /// does, unless that is set (true by default). A flow that overran the
+    /// receiver's buffer must not overrun it again each time probing opens its
+    /// windows: on paths whose delays differ the probe-bought packets of a long
+    /// path land far ahead of the hole (issue 12 row 4; docs/engine.md, "Small
+    /// reorder buffers on unequal paths"). A flow the receiver never refuses is
+    /// unchanged.
+    pub probe_pacing_after_refusal: bool,
     /// Length of a probing phase in base RTTs (3).
     pub probe_duration_rtts: f64,
     /// Consecutive updates with everything older than one base RTT acknowledged
@@ -280,12 +289,12 @@ pub struct FlowConfig {
     /// [`crate::Transport::receiver_span`].
     pub receiver_span: Option<bool>,
     /// How the receiver-limited span grows back: by one packet per this many
-    /// PSNs delivered in order. 0 (the default): per span's worth delivered, an
-    /// additive increase of one packet per span. A small step (4) regrows a
-    /// span halved by a start-up refusal within a few spans, which a sender whose
+    /// PSNs delivered in order (4, the default); 0: per span's worth delivered,
+    /// an additive increase of one packet per span. A small step regrows a span
+    /// halved by a start-up refusal within a few spans, which a sender whose
     /// slow path must run far ahead needs (issue 12 row 4, with
-    /// `probe_pacing_burst`; docs/engine.md, "Small reorder buffers on unequal
-    /// paths").
+    /// `probe_pacing_after_refusal`; docs/engine.md, "Small reorder buffers on
+    /// unequal paths").
     pub receiver_span_step: u32,
     /// DCQCN's parameters (`ecmp`, `ar` and the RC models; docs/baselines.md,
     /// "DCQCN", has the sweep behind the defaults).
@@ -338,6 +347,7 @@ impl Default for FlowConfig {
             min_window: 1.0,
             probing: true,
             probe_pacing_burst: None,
+            probe_pacing_after_refusal: true,
             probe_duration_rtts: 3.0,
             probe_trigger_updates: 5,
             path_selection: PathSelection::Deficit,
@@ -365,7 +375,7 @@ impl Default for FlowConfig {
             hops: None,
             loss_recovery: LossRecoveryKind::SelectiveRepeat,
             receiver_span: None,
-            receiver_span_step: 0,
+            receiver_span_step: 4,
             dcqcn: crate::cc::DcqcnParams::default(),
             swift: crate::cc::SwiftParams::default(),
             ack_coalesce: None,

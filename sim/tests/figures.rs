@@ -386,11 +386,11 @@ fn fig24_rc_sr_read_and_write_cliffs_sit_where_their_limits_put_them() {
 
 /// Issue 12, row 4: one flow over 40/25/10 Gb/s paths with one-way delays of
 /// 1/3/15 us, against the shared reorder buffer. The slow path's packets must go
-/// about 80 PSNs ahead of the fast paths', more than a small buffer holds. Goodput
-/// falls with the buffer but never collapses: at 32 KB (21 slots) it stays above
-/// 70% of the paths' 75 Gb/s (it was 12%: the slow path was sent the lowest PSN
-/// whenever its skip did not fit, those packets arrived late, the buffer filled
-/// and the sender stayed held to what the receiver could take), no smaller buffer
+/// about 80 PSNs ahead of the fast paths', more than a small buffer holds. The
+/// scheduler's steady-state OOD (p99 about 15 packets, 23 KB) fits every size
+/// from 32 KB (21 slots), so the issue's target is at least 90% of the paths' 75
+/// Gb/s there: measured 0.968 at every size (it was 12%, then 73-79% at 32-128 KB:
+/// docs/engine.md, "Small reorder buffers on unequal paths"). No smaller buffer
 /// does more than 5% better than a larger one, and from 300 KB on the flow fills
 /// the paths.
 #[test]
@@ -403,7 +403,7 @@ fn hetero_buffer_goodput_falls_smoothly_with_the_reorder_buffer() {
         let kb = s.transport.reorder_buffer_kb;
         let share = r.goodput_gbps / r.ideal_gbps;
         assert!(
-            share > 0.7,
+            share >= 0.9,
             "{kb} KB: goodput {:.1} of {:.1}",
             r.goodput_gbps,
             r.ideal_gbps

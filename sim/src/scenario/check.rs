@@ -767,6 +767,9 @@ impl TransportSpec {
         }
         c.base_rtt_window_rtts = self.base_rtt_window_rtts;
         c.probe_pacing_burst = self.probe_pacing_burst_packets;
+        if let Some(x) = self.probe_pacing_after_refusal {
+            c.probe_pacing_after_refusal = x;
+        }
         c.receiver_span = self.receiver_span;
         if let Some(x) = self.receiver_span_step {
             c.receiver_span_step = x;

@@ -300,6 +300,10 @@ pub struct TransportSpec {
     /// window at 1.25 W_p / T_p (default: not paced, the paper's rule;
     /// `rondo_proto::FlowConfig::probe_pacing_burst`).
     pub probe_pacing_burst_packets: Option<f64>,
+    /// Rondo paces what probe ACKs buy (as `probe_pacing_burst_packets = 0`) once
+    /// the receiver has refused a packet for want of buffer (default true;
+    /// `rondo_proto::FlowConfig::probe_pacing_after_refusal`).
+    pub probe_pacing_after_refusal: Option<bool>,
     /// Logical paths per flow (default: as many as equal-cost paths).
     pub paths: Option<u16>,
     /// `deficit` or `random`.
@@ -366,7 +370,7 @@ pub struct TransportSpec {
     /// `rondo_proto::Transport::receiver_span`).
     pub receiver_span: Option<bool>,
     /// The receiver-limited span grows by one packet per this many PSNs
-    /// delivered (default 0: per span's worth; `rondo_proto::FlowConfig::receiver_span_step`).
+    /// delivered (default 4; 0: per span's worth; `rondo_proto::FlowConfig::receiver_span_step`).
     pub receiver_span_step: Option<u32>,
     /// Data packets one ACK acknowledges at most (1: an ACK per packet; default:
     /// the transport's choice, `rondo_proto::Transport::ack_coalesce`).
@@ -449,6 +453,7 @@ impl Default for TransportSpec {
             scheduler: true,
             probing: true,
             probe_pacing_burst_packets: None,
+            probe_pacing_after_refusal: None,
             paths: None,
             path_selection: PathSelectionSpec::Deficit,
             pacing: true,

@@ -361,6 +361,9 @@ pub struct Arcc {
     pacing: bool,
     probing_enabled: bool,
     probe_pacing_burst: Option<f64>,
+    /// `FlowConfig::probe_pacing_after_refusal`: the burst `probe_pacing_burst`
+    /// takes at the receiver's first refusal when it is not set.
+    probe_pacing_after_refusal: Option<f64>,
     probe_duration_rtts: f64,
     probe_trigger_updates: u32,
     paths: Vec<ArccPath>,
@@ -422,6 +425,7 @@ impl Arcc {
             pacing: cfg.pacing,
             probing_enabled: cfg.probing,
             probe_pacing_burst: cfg.probe_pacing_burst,
+            probe_pacing_after_refusal: cfg.probe_pacing_after_refusal.then_some(0.0),
             probe_duration_rtts: cfg.probe_duration_rtts,
             probe_trigger_updates: cfg.probe_trigger_updates,
             paths: (0..paths.len()).map(|_| ArccPath::new(q0, now)).collect(),
@@ -708,6 +712,9 @@ impl CongestionControl for Arcc {
     /// Halves every window and margin, at most once per RTT, toward what the
     /// receiver can hold (docs/engine.md, "Loss recovery").
     fn on_receiver_full(&mut self, now: Instant, paths: &Paths) -> bool {
+        // The flow overran the receiver's buffer: from now on what probe ACKs
+        // buy goes paced (`FlowConfig::probe_pacing_after_refusal`).
+        self.probe_pacing_burst = self.probe_pacing_burst.or(self.probe_pacing_after_refusal);
         let rtt = paths
             .iter()
             .filter_map(|p| p.srtt)

@@ -313,3 +313,40 @@ fn probe_bought_packets_go_at_a_quarter_above_the_paths_new_rate() {
     let want = 40.0 / (1.25 * w);
     assert!((wait - want).abs() < 0.01, "{wait} against {want}");
 }
+
+#[test]
+fn a_refused_flow_paces_what_probe_acks_buy() {
+    let probe = |path| AckSample {
+        probe: true,
+        rtt: Some(Duration::from_us(40)),
+        ..AckSample::data(path, 0, false)
+    };
+    // `refused`: the receiver refused a packet for want of buffer before the
+    // probe ACKs came.
+    let run = |after_refusal: bool, refused: bool| {
+        let cfg = FlowConfig {
+            paths: 1,
+            probe_pacing_after_refusal: after_refusal,
+            ..FlowConfig::default()
+        };
+        let mut paths = Paths::new(&cfg);
+        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+        if refused {
+            assert!(a.on_receiver_full(Instant::from_ns(10_000), &paths));
+        }
+        for k in 0..41 {
+            a.on_ack(Instant::from_ns(20_000 + k * 400), &probe(0), &paths);
+        }
+        let due = a.path_due[0].unwrap();
+        paths.set_inflight(0, 30);
+        assert!(a.on_tick(due, &paths, &crate::cc::Backlogged).updated);
+        paths.set_inflight(0, 31);
+        a.on_sent(due, 0, &paths);
+        a.paths[0].gate
+    };
+    // Never refused: the paper's rule, whatever the setting.
+    assert_eq!(run(true, false), None);
+    // Refused: paced from then on, unless the setting is off.
+    assert!(run(true, true).is_some());
+    assert_eq!(run(false, true), None);
+}
