@@ -117,11 +117,15 @@ pub struct FlowConfig {
     /// Margin ceiling q0, in packets (3 MTU).
     pub q0: f64,
     /// When set, ARCC's measured base RTT of a path expires after this many base
-    /// RTTs: the smallest RTT of the last such window replaces it when it is
-    /// above it by more than `fast_correction_factor` x tau_q (a delay ARCC would
-    /// have drained were it a queue), so a path whose delay grew is sized for its
-    /// new RTT. `None` (default): the smallest RTT ever seen (docs/engine.md,
-    /// issue 12 row 5, for why it is off).
+    /// RTTs: the smallest RTT of the last such window, when it is above it by
+    /// more than `fast_correction_factor` x tau_q (a delay ARCC would have
+    /// drained were it a queue), becomes a candidate that probes served on the
+    /// path confirm (a standing queue at a busy bottleneck serves none), so a
+    /// path whose delay grew is sized for its new RTT; without `probing` it
+    /// replaces the base RTT at once. `None` (default): the smallest RTT ever
+    /// seen. The simulator sets 10 (docs/engine.md, "A base RTT that probes
+    /// confirm", issue 12 row 5); the host profiles, over stacks without a
+    /// low-priority class, keep `None`.
     pub base_rtt_window_rtts: Option<f64>,
     /// Packets of a path's excess inflight (inflight_p - r_p T_p) that ARCC's
     /// inflight-based queue estimate takes for the window's rounding rather than

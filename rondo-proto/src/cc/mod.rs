@@ -53,6 +53,10 @@ pub struct AckSample {
     /// How long the receiver held the packet before the ACK went out (0 with
     /// an ACK per packet; a coalesced ACK's older packets waited longer).
     pub held: Duration,
+    /// A probe's round trip (the ACK of a probe, from its echoed send time).
+    /// Apart from `rtt`: a probe waits for the capacity data leaves, so its
+    /// round trip is no sample of the data's queueing delay.
+    pub probe_rtt: Option<Duration>,
 }
 
 impl AckSample {
@@ -66,6 +70,7 @@ impl AckSample {
             ecn,
             psn,
             held: Duration::ZERO,
+            probe_rtt: None,
         }
     }
 }
@@ -127,6 +132,17 @@ pub trait CongestionControl {
     /// (default: a controller that never probes).
     fn probing(&self, _now: Instant) -> bool {
         false
+    }
+    /// Whether capacity probes should go out now: in a probing phase, or to
+    /// measure only (ARCC confirming a longer base RTT; default: as `probing`).
+    fn sends_probes(&self, now: Instant) -> bool {
+        self.probing(now)
+    }
+    /// Whether a capacity probe may go on `path` now (default: every path in
+    /// rotation; ARCC sends the probes that confirm a path's longer base RTT,
+    /// and the probing that follows, on that path alone).
+    fn probes_path(&self, _now: Instant, _path: usize) -> bool {
+        true
     }
     /// Whether the transport has Rondo's low-priority probe class (paper §4.2:
     /// probes served after data, dropped early), so that a path out of rotation
@@ -266,6 +282,12 @@ impl CongestionControl for AnyCc {
     }
     fn probing(&self, now: Instant) -> bool {
         dispatch!(self, c => c.probing(now))
+    }
+    fn sends_probes(&self, now: Instant) -> bool {
+        dispatch!(self, c => c.sends_probes(now))
+    }
+    fn probes_path(&self, now: Instant, path: usize) -> bool {
+        dispatch!(self, c => c.probes_path(now, path))
     }
     fn low_priority_probes(&self) -> bool {
         dispatch!(self, c => c.low_priority_probes())

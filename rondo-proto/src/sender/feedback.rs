@@ -42,7 +42,11 @@ impl Sender {
             };
             out.drain(..=i);
             c.paths[path].last_feedback = Some(now);
-            self.on_probe_ack(now, path, events);
+            // The probe's round trip, from its echoed send time (this sender's
+            // clock); none for an echo from the future.
+            let sent = Instant::from_ns(fb.echo_timestamp_ns);
+            let rtt = (sent <= now && fb.echo_timestamp_ns > 0).then(|| now.saturating_since(sent));
+            self.on_probe_ack(now, path, rtt, events);
             return true;
         }
         let (Some(acked), Some(cum), Some(highest)) = (
@@ -230,7 +234,13 @@ impl Sender {
         }
     }
 
-    fn on_probe_ack(&mut self, now: Instant, path: usize, events: &mut VecDeque<Event>) {
+    fn on_probe_ack(
+        &mut self,
+        now: Instant,
+        path: usize,
+        rtt: Option<Duration>,
+        events: &mut VecDeque<Event>,
+    ) {
         let c = &mut self.core;
         c.stats.probes_acked += 1;
         if !c.paths.is_up(path) {
@@ -243,6 +253,7 @@ impl Sender {
         p.counters.probes_acked += 1;
         let sample = AckSample {
             probe: true,
+            probe_rtt: rtt,
             ..AckSample::data(path, 0, false)
         };
         self.cc.on_ack(now, &sample, &c.paths);

@@ -96,12 +96,13 @@ impl Sender {
         None
     }
 
-    /// Whether the flow is in a capacity-probing phase (§4.2.2) with data waiting
-    /// and a path to probe: the endpoint then offers it the host line's spare
-    /// transmission opportunities ([`Sender::poll_probe`]).
+    /// Whether the flow is in a capacity-probing phase (§4.2.2), or its
+    /// controller wants probes to measure ([`CongestionControl::sends_probes`]),
+    /// with data waiting and a path to probe: the endpoint then offers it the
+    /// host line's spare transmission opportunities ([`Sender::poll_probe`]).
     pub(crate) fn wants_probe(&self, now: Instant) -> bool {
         let c = &self.core;
-        c.failed.is_none() && c.has_data() && self.cc.probing(now) && c.paths.up() > 0
+        c.failed.is_none() && c.has_data() && self.cc.sends_probes(now) && c.paths.up() > 0
     }
 
     /// A capacity probe on the next path in rotation after the last probed, if
@@ -120,9 +121,10 @@ impl Sender {
         }
         let c = &mut self.core;
         let n = c.paths.len();
+        let cc = &self.cc;
         let p = (1..=n)
             .map(|k| (c.probe_rr + k) % n)
-            .find(|&i| c.paths.is_up(i))?;
+            .find(|&i| c.paths.is_up(i) && cc.probes_path(now, i))?;
         c.probe_rr = p;
         c.emit_probe(now, p, ProbeKind::Capacity, tx, remote_flow)
     }

@@ -8,6 +8,11 @@ use super::schema::{
 };
 use super::workload::poisson_cdf;
 
+/// Rondo's measured base RTT expires after this many base RTTs by default in
+/// the simulator (`transport.base_rtt_window_rtts`; issue 12 row 5, docs/engine.md
+/// "A base RTT that probes confirm").
+const BASE_RTT_WINDOW_RTTS: f64 = 10.0;
+
 /// Smallest and largest `mtu` accepted.
 pub const MTU_RANGE: (u32, u32) = (128, 9216);
 
@@ -765,7 +770,12 @@ impl TransportSpec {
         if let Some(x) = self.update_interval_rtts {
             c.update_interval_rtts = x;
         }
-        c.base_rtt_window_rtts = self.base_rtt_window_rtts;
+        // 10 base RTTs unless set; 0: never.
+        c.base_rtt_window_rtts = match self.base_rtt_window_rtts {
+            None => Some(BASE_RTT_WINDOW_RTTS),
+            Some(0.0) => None,
+            x => x,
+        };
         c.probe_pacing_burst = self.probe_pacing_burst_packets;
         if let Some(x) = self.probe_pacing_after_refusal {
             c.probe_pacing_after_refusal = x;

@@ -346,7 +346,7 @@ pub struct TransportSpec {
     /// paper writes it) or `flow` (q0 shared by the flow's paths).
     pub margin_scope: MarginScopeSpec,
     /// Rondo's measured base RTT expires after this many base RTTs when it grew
-    /// by more than 4 tau_q (default: never).
+    /// by more than 4 tau_q and probes confirm it (default 10; 0: never).
     pub base_rtt_window_rtts: Option<f64>,
     /// Packets of excess inflight Rondo's inflight-based queue estimate takes
     /// for window rounding (default 0, the paper's estimate).

@@ -7,6 +7,10 @@ use crate::path::{max_base_rtt, PathStatus, Paths};
 use crate::time::{Duration, Instant};
 use crate::wire::NakReason;
 
+/// Probe ACKs of a path whose shortest round trip confirms (or refutes) a
+/// longer base RTT (`Arcc::confirm_base_rtt`).
+const CONFIRMING_PROBES: u32 = 4;
+
 /// Shortest ARCC update interval, whatever the RTT samples say.
 const MIN_UPDATE_INTERVAL: Duration = Duration::from_us(1);
 
@@ -116,6 +120,14 @@ struct ArccPath {
     /// Smallest RTT of the current expiry window, and when that window ends.
     window_min: Option<Duration>,
     window_end: Option<Instant>,
+    /// A larger base RTT the expiry rule found, waiting for a probe ACK of the
+    /// path to confirm it (a probe is served only when the data queue is empty).
+    base_candidate: Option<Duration>,
+    /// Probe ACKs of the path since the candidate, and their shortest round
+    /// trip (a probe waits for the capacity data leaves: one round trip may
+    /// hold a queue draining, the shortest of several is the path's).
+    candidate_probes: u32,
+    candidate_probe_min: Option<Duration>,
     /// With a window W_p below one packet, the path's next send waits until
     /// its smoothed RTT / W_p after its last one: one packet in flight for a fraction W_p
     /// of the time, so the path's rate falls as its RTT grows, as a window's does
@@ -149,6 +161,9 @@ impl ArccPath {
             min_rtt: None,
             window_min: None,
             window_end: None,
+            base_candidate: None,
+            candidate_probes: 0,
+            candidate_probe_min: None,
             gate: None,
             converting_until: None,
         }
@@ -157,25 +172,50 @@ impl ArccPath {
     /// An RTT sample at `now`. The base RTT follows a smaller sample at once; at
     /// the end of each window of `window_rtts` base RTTs, the window's smallest
     /// sample replaces it when it exceeds it by more than `grown` (the path's
-    /// delay grew: a queue that large ARCC would have drained).
-    fn on_rtt(&mut self, now: Instant, rtt: Duration, window_rtts: Option<f64>, grown: Duration) {
+    /// delay grew: a queue that large ARCC would have drained). With `confirm`
+    /// (a flow that probes) it becomes a candidate instead, which a probe served
+    /// on the path confirms ([`Arcc::confirm_base_rtt`]): a queue standing at a
+    /// busy bottleneck looks the same in the RTT, but there no probe is served.
+    /// Returns whether it holds a candidate that wants probes to confirm it.
+    fn on_rtt(
+        &mut self,
+        now: Instant,
+        rtt: Duration,
+        window_rtts: Option<f64>,
+        grown: Duration,
+        confirm: bool,
+    ) -> bool {
         let base = *self.min_rtt.get_or_insert(rtt);
         let base = if rtt < base {
             self.min_rtt = Some(rtt);
+            self.clear_candidate();
             rtt
         } else {
             base
         };
         let Some(window_rtts) = window_rtts else {
-            return;
+            return false;
         };
+        // A candidate is as long as the shortest RTT since it was found: where
+        // a queue drains while probes are out, the samples shorten it.
+        if let Some(c) = &mut self.base_candidate {
+            *c = (*c).min(rtt);
+        }
+        let mut wants_probe = false;
         let wmin = self.window_min.map_or(rtt, |m| m.min(rtt));
         self.window_min = Some(wmin);
         match self.window_end {
             None => self.window_end = Some(now + base.mul_f64(window_rtts)),
             Some(end) if now >= end => {
                 if wmin > base + grown {
-                    self.min_rtt = Some(wmin);
+                    if confirm {
+                        self.base_candidate = Some(wmin);
+                        wants_probe = true;
+                    } else {
+                        self.min_rtt = Some(wmin);
+                    }
+                } else {
+                    self.clear_candidate();
                 }
                 self.window_min = None;
                 let base = self.min_rtt.unwrap_or(rtt);
@@ -183,6 +223,13 @@ impl ArccPath {
             }
             Some(_) => {}
         }
+        wants_probe
+    }
+
+    fn clear_candidate(&mut self) {
+        self.base_candidate = None;
+        self.candidate_probes = 0;
+        self.candidate_probe_min = None;
     }
 
     /// One ARCC update of the path's `allow` at the end of an interval (paper
@@ -387,6 +434,16 @@ pub struct Arcc {
     /// The current probing phase ends then (`Instant::MAX`: startup probing,
     /// waiting for its first ACK).
     probing_until: Option<Instant>,
+    /// Probes go out until then only to confirm a longer base RTT (see
+    /// `ArccPath::on_rtt`); their ACKs change nothing else.
+    confirm_until: Option<Instant>,
+    /// The next confirming phase may not start before then; phases in a row
+    /// that confirmed nothing.
+    confirm_next: Option<Instant>,
+    confirm_tries: u32,
+    /// The one path the current probing phase probes (one a confirmed base
+    /// RTT started); `None`: every path.
+    probe_scope: Option<usize>,
     /// The earliest send gate of any path ([`ArccPath::gate`]).
     next_gate: Option<Instant>,
     quiet_updates: u32,
@@ -435,6 +492,10 @@ impl Arcc {
             path_due: vec![None; paths.len()],
             next_update: None,
             probing_until: cfg.probing.then_some(Instant::MAX),
+            confirm_until: None,
+            confirm_next: None,
+            confirm_tries: 0,
+            probe_scope: None,
             next_gate: None,
             quiet_updates: 0,
             last_nak_cut: None,
@@ -544,8 +605,57 @@ impl Arcc {
         self.next_update = self.path_due.iter().flatten().min().copied();
     }
 
+    /// A probe of `path` came back after `probe_rtt`. A probe is served only
+    /// when the path's data queue is empty, so the path has room, and the
+    /// probe's round trip (which includes any queue it met) bounds the path's
+    /// own: a longer base RTT the expiry rule found is taken, up to that round
+    /// trip. Where the longer RTTs were a queue that has drained since, the
+    /// probe's is short and the base RTT stays.
+    fn confirm_base_rtt(&mut self, now: Instant, path: usize, probe_rtt: Duration, paths: &Paths) {
+        let grown = self
+            .params
+            .tau_q
+            .mul_f64(self.params.fast_correction_factor);
+        let a = &mut self.paths[path];
+        let (Some(c), Some(base)) = (a.base_candidate, a.min_rtt) else {
+            return;
+        };
+        a.candidate_probes += 1;
+        let shortest = a
+            .candidate_probe_min
+            .map_or(probe_rtt, |m| m.min(probe_rtt));
+        a.candidate_probe_min = Some(shortest);
+        if a.candidate_probes < CONFIRMING_PROBES {
+            return;
+        }
+        a.base_candidate = None;
+        a.candidate_probes = 0;
+        a.candidate_probe_min = None;
+        let longer = c.min(shortest);
+        if longer <= base + grown {
+            // The probes came back about as fast as before: what the window
+            // saw was a queue, drained since.
+            return;
+        }
+        a.min_rtt = Some(longer);
+        self.confirm_tries = 0;
+        self.base_rtts[path] = self.measure_base_rtt(path, paths);
+        self.max_base = self.measure_max_base_rtt(paths);
+        self.refresh_tau(paths);
+        // The path had room, and its window, sized for the shorter RTT while
+        // it was taken for a queue, has shrunk: capacity probing takes it back
+        // up ("when a path appears to have spare capacity", §4.2.2), on that
+        // path alone, where the margins would add a quarter of q0 per update.
+        if self.probing_enabled && !self.probing(now) {
+            let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
+            self.start_probing(now + t);
+            self.probe_scope = Some(path);
+        }
+    }
+
     fn start_probing(&mut self, until: Instant) {
         self.probing_until = Some(until);
+        self.probe_scope = None;
         for p in &mut self.paths {
             p.probe_absorbed = false;
         }
@@ -619,6 +729,21 @@ impl CongestionControl for Arcc {
         self.probing_until.is_some_and(|t| now < t)
     }
 
+    fn sends_probes(&self, now: Instant) -> bool {
+        self.probing(now) || self.confirm_until.is_some_and(|t| now < t)
+    }
+
+    fn probes_path(&self, now: Instant, path: usize) -> bool {
+        if self.probing(now) {
+            // A probing phase that a confirmed base RTT started probes that
+            // path alone; any other, every path.
+            self.probe_scope.is_none_or(|p| p == path)
+        } else {
+            // Probes to confirm: on the paths that wait for a confirmation.
+            self.paths[path].base_candidate.is_some()
+        }
+    }
+
     fn low_priority_probes(&self) -> bool {
         true
     }
@@ -659,6 +784,13 @@ impl CongestionControl for Arcc {
     }
 
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
+        if let (true, Some(probe_rtt)) = (ack.probe, ack.probe_rtt) {
+            self.confirm_base_rtt(now, ack.path, probe_rtt, paths);
+            if !self.probing(now) && self.confirm_until.is_some() {
+                // A probe sent to confirm a base RTT: nothing else to learn.
+                return;
+            }
+        }
         if let Some(rtt) = ack.rtt {
             let grown = self
                 .params
@@ -668,7 +800,19 @@ impl CongestionControl for Arcc {
             let a = &mut self.paths[ack.path];
             a.interval_rtt_sum_ps = a.interval_rtt_sum_ps.saturating_add(rtt.as_ps());
             a.interval_rtt_samples += 1;
-            a.on_rtt(now, rtt, window, grown);
+            if a.on_rtt(now, rtt, window, grown, self.probing_enabled)
+                && self.confirm_next.is_none_or(|t| now >= t)
+            {
+                // Probes to confirm it, for as long as a probing phase, but
+                // only to measure: their ACKs buy no data (`on_ack` above).
+                // A phase that confirmed nothing doubles the wait before the
+                // next (a queue standing at a busy bottleneck serves no probe).
+                let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
+                self.confirm_until = Some(now + t);
+                self.confirm_next =
+                    Some(now + t.mul_f64(f64::from(2u32 << self.confirm_tries.min(6))));
+                self.confirm_tries += 1;
+            }
             let base = self.measure_base_rtt(ack.path, paths);
             if std::mem::replace(&mut self.base_rtts[ack.path], base) == base {
                 // tau_q reads only the base RTTs (and settings that recompute it

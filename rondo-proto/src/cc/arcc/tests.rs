@@ -350,3 +350,62 @@ fn a_refused_flow_paces_what_probe_acks_buy() {
     assert!(run(true, true).is_some());
     assert_eq!(run(false, true), None);
 }
+
+/// A path whose RTT grows for good (its samples over a whole window above the
+/// base RTT by more than 4 tau_q) gets a candidate; probes confirm it only when
+/// they are served with a round trip as long (the path has room and the delay
+/// is its own), and then the flow probes that path alone to take it back up.
+/// A queue standing at a busy bottleneck serves no probe: the base RTT stays.
+#[test]
+fn a_longer_base_rtt_is_taken_when_probes_confirm_it() {
+    let run = |probe_rtt_us: Option<u64>| {
+        let cfg = FlowConfig {
+            paths: 2,
+            base_rtt_window_rtts: Some(2.0),
+            ..FlowConfig::default()
+        };
+        let paths = Paths::new(&cfg);
+        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+        let data = |path, rtt_us| AckSample {
+            rtt: Some(Duration::from_us(rtt_us)),
+            ..AckSample::data(path, 0, false)
+        };
+        // 20 us on both paths for 400 us (startup probing long over), then
+        // path 0 takes 30 us until a window of it ends (two base RTTs, 40-80
+        // us later).
+        let mut t = 0;
+        while t <= 400_000 || a.paths[0].base_candidate.is_none() {
+            t += 1_000;
+            let now = Instant::from_ns(t);
+            a.on_ack(now, &data(1, 20), &paths);
+            a.on_ack(now, &data(0, if t <= 400_000 { 20 } else { 30 }), &paths);
+            assert!(t < 500_000, "no candidate");
+        }
+        let now = Instant::from_ns(t);
+        assert!(!a.probing(now));
+        assert_eq!(a.paths[0].base_candidate, Some(Duration::from_us(30)));
+        assert!(a.paths[1].base_candidate.is_none());
+        // Probes to confirm, on path 0 alone.
+        assert!(a.sends_probes(now));
+        assert!(a.probes_path(now, 0) && !a.probes_path(now, 1));
+        if let Some(us) = probe_rtt_us {
+            for k in 1..=4 {
+                let probe = AckSample {
+                    probe: true,
+                    probe_rtt: Some(Duration::from_us(us)),
+                    ..AckSample::data(0, 0, false)
+                };
+                a.on_ack(now + Duration::from_us(k), &probe, &paths);
+            }
+        }
+        let now = now + Duration::from_us(5);
+        (a.base_rtt(0), a.probing(now), a.probes_path(now, 1))
+    };
+    let us = Duration::from_us;
+    // Four probes served in 30 us: taken, and path 0 alone is probed.
+    assert_eq!(run(Some(30)), (us(30), true, false));
+    // Served at once (the longer RTTs were a queue, drained since): kept.
+    assert_eq!(run(Some(21)), (us(20), false, false));
+    // None served: kept.
+    assert_eq!(run(None).0, us(20));
+}
