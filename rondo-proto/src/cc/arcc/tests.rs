@@ -271,38 +271,47 @@ fn the_pipe_covers_the_time_the_receiver_holds_its_acks() {
     }
 }
 
-#[test]
-fn probe_bought_packets_go_at_a_quarter_above_the_paths_new_rate() {
-    let probe = |path| AckSample {
+/// A one-path flow of `cfg` (refused by the receiver first when `refused`)
+/// gets 41 probe ACKs in the first 20 us interval of a 40 us path, which the
+/// update folds into a window of about 84 packets (r T + q); then one send
+/// leaves 53 packets of open window. Returns whether the path is open after
+/// it, its gate, and the window.
+fn after_probe_conversion(cfg: &FlowConfig, refused: bool) -> (bool, Option<Instant>, f64) {
+    let probe = AckSample {
         probe: true,
         rtt: Some(Duration::from_us(40)),
-        ..AckSample::data(path, 0, false)
+        ..AckSample::data(0, 0, false)
     };
+    let mut paths = Paths::new(cfg);
+    let mut a = Arcc::new(cfg, Instant::ZERO, &paths);
+    if refused {
+        assert!(a.on_receiver_full(Instant::from_ns(10_000), &paths));
+    }
+    for k in 0..41 {
+        a.on_ack(Instant::from_ns(20_000 + k * 400), &probe, &paths);
+    }
+    let due = a.path_due[0].unwrap();
+    paths.set_inflight(0, 30);
+    assert!(a.on_tick(due, &paths, &crate::cc::Backlogged).updated);
+    let w = a.window(0);
+    paths.set_inflight(0, 31);
+    a.on_sent(due, 0, &paths);
+    (a.any_open(&paths), a.paths[0].gate, w)
+}
+
+#[test]
+fn probe_bought_packets_go_at_a_quarter_above_the_paths_new_rate() {
     let run = |burst: Option<f64>| {
         let cfg = FlowConfig {
             paths: 1,
             probe_pacing_burst: burst,
             ..FlowConfig::default()
         };
-        let mut paths = Paths::new(&cfg);
-        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
-        // 41 probe ACKs in the first 20 us interval of a 40 us path: the update
-        // folds them into a window of about 84 packets (r T + q).
-        for k in 0..41 {
-            a.on_ack(Instant::from_ns(20_000 + k * 400), &probe(0), &paths);
-        }
-        let due = a.path_due[0].unwrap();
-        paths.set_inflight(0, 30);
-        assert!(a.on_tick(due, &paths, &crate::cc::Backlogged).updated);
-        let w = a.window(0);
-        assert!(w > 80.0, "{w}");
-        // The next send leaves 53 packets of open window.
-        paths.set_inflight(0, 31);
-        a.on_sent(due, 0, &paths);
-        (a.any_open(&paths), a.paths[0].gate, w)
+        after_probe_conversion(&cfg, false)
     };
     // The paper's rule: the open window goes out as fast as the flow pacer lets it.
-    let (open, gate, _) = run(None);
+    let (open, gate, w) = run(None);
+    assert!(w > 80.0, "{w}");
     assert!(open);
     assert_eq!(gate, None);
     // Paced: the path waits T / (1.25 W) after the send.
@@ -316,39 +325,21 @@ fn probe_bought_packets_go_at_a_quarter_above_the_paths_new_rate() {
 
 #[test]
 fn a_refused_flow_paces_what_probe_acks_buy() {
-    let probe = |path| AckSample {
-        probe: true,
-        rtt: Some(Duration::from_us(40)),
-        ..AckSample::data(path, 0, false)
-    };
     // `refused`: the receiver refused a packet for want of buffer before the
     // probe ACKs came.
-    let run = |after_refusal: bool, refused: bool| {
+    let gate = |after_refusal: bool, refused: bool| {
         let cfg = FlowConfig {
             paths: 1,
             probe_pacing_after_refusal: after_refusal,
             ..FlowConfig::default()
         };
-        let mut paths = Paths::new(&cfg);
-        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
-        if refused {
-            assert!(a.on_receiver_full(Instant::from_ns(10_000), &paths));
-        }
-        for k in 0..41 {
-            a.on_ack(Instant::from_ns(20_000 + k * 400), &probe(0), &paths);
-        }
-        let due = a.path_due[0].unwrap();
-        paths.set_inflight(0, 30);
-        assert!(a.on_tick(due, &paths, &crate::cc::Backlogged).updated);
-        paths.set_inflight(0, 31);
-        a.on_sent(due, 0, &paths);
-        a.paths[0].gate
+        after_probe_conversion(&cfg, refused).1
     };
     // Never refused: the paper's rule, whatever the setting.
-    assert_eq!(run(true, false), None);
+    assert_eq!(gate(true, false), None);
     // Refused: paced from then on, unless the setting is off.
-    assert!(run(true, true).is_some());
-    assert_eq!(run(false, true), None);
+    assert!(gate(true, true).is_some());
+    assert_eq!(gate(false, true), None);
 }
 
 /// A path whose RTT grows for good (its samples over a whole window above the
