@@ -254,7 +254,7 @@ impl Agenda {
             let (zero, rest) = self.buckets.split_at_mut(1);
             std::mem::swap(&mut zero[0], &mut rest[b - 1]);
             let run = &mut self.buckets[0];
-            insertion_sort_by_time(run);
+            run.sort_by_key(|&(t, _)| t);
             self.last = run[0].0;
             return true;
         }
@@ -297,46 +297,12 @@ impl Agenda {
     }
 }
 
-/// Sorts a short run of (time, event) entries by time, stably (ties keep push
-/// order). A run holds at most [`RUN`] entries, mostly a few: insertion sort moves
-/// them less than the general sort's machinery costs.
-fn insertion_sort_by_time(run: &mut [(u64, u64)]) {
-    for i in 1..run.len() {
-        let x = run[i];
-        let mut j = i;
-        while j > 0 && run[j - 1].0 > x.0 {
-            run[j] = run[j - 1];
-            j -= 1;
-        }
-        run[j] = x;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use rondo_proto::rng::Rng;
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
-
-    /// A run sorted by insertion is the standard library's stable sort of it:
-    /// by time, ties in push order.
-    #[test]
-    fn a_run_is_sorted_stably_by_time() {
-        let mut rng = Rng::new(5);
-        for len in 0..=RUN {
-            for _ in 0..50 {
-                let run: Vec<(u64, u64)> = (0..len as u64)
-                    .map(|i| (rng.gen_range(0..4u64), i))
-                    .collect();
-                let mut ours = run.clone();
-                insertion_sort_by_time(&mut ours);
-                let mut std = run;
-                std.sort_by_key(|&(t, _)| t);
-                assert_eq!(ours, std);
-            }
-        }
-    }
 
     /// Every kind of event, with operands at their limits, comes back from its
     /// packed word unchanged.

@@ -605,6 +605,20 @@ impl Arcc {
         self.next_update = self.path_due.iter().flatten().min().copied();
     }
 
+    /// The length of a probing phase: `probe_duration_rtts` of the flow's
+    /// largest base RTT.
+    fn probe_phase(&self) -> Duration {
+        self.max_base_rtt().mul_f64(self.probe_duration_rtts)
+    }
+
+    /// How far above the base RTT a path's RTTs must stay to be its own, not a
+    /// queue: `fast_correction_factor` x tau_q, a queue ARCC would have drained.
+    fn grown_rtt_bar(&self) -> Duration {
+        self.params
+            .tau_q
+            .mul_f64(self.params.fast_correction_factor)
+    }
+
     /// A probe of `path` came back after `probe_rtt`. A probe is served only
     /// when the path's data queue is empty, so the path has room, and the
     /// probe's round trip (which includes any queue it met) bounds the path's
@@ -612,10 +626,7 @@ impl Arcc {
     /// trip. Where the longer RTTs were a queue that has drained since, the
     /// probe's is short and the base RTT stays.
     fn confirm_base_rtt(&mut self, now: Instant, path: usize, probe_rtt: Duration, paths: &Paths) {
-        let grown = self
-            .params
-            .tau_q
-            .mul_f64(self.params.fast_correction_factor);
+        let grown = self.grown_rtt_bar();
         let a = &mut self.paths[path];
         let (Some(c), Some(base)) = (a.base_candidate, a.min_rtt) else {
             return;
@@ -628,9 +639,7 @@ impl Arcc {
         if a.candidate_probes < CONFIRMING_PROBES {
             return;
         }
-        a.base_candidate = None;
-        a.candidate_probes = 0;
-        a.candidate_probe_min = None;
+        a.clear_candidate();
         let longer = c.min(shortest);
         if longer <= base + grown {
             // The probes came back about as fast as before: what the window
@@ -647,7 +656,7 @@ impl Arcc {
         // up ("when a path appears to have spare capacity", §4.2.2), on that
         // path alone, where the margins would add a quarter of q0 per update.
         if self.probing_enabled && !self.probing(now) {
-            let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
+            let t = self.probe_phase();
             self.start_probing(now + t);
             self.probe_scope = Some(path);
         }
@@ -680,7 +689,7 @@ impl Arcc {
         let up = paths.up().max(1) as u32;
         if self.quiet_updates >= self.probe_trigger_updates * up {
             self.quiet_updates = 0;
-            self.start_probing(now + t.mul_f64(self.probe_duration_rtts));
+            self.start_probing(now + self.probe_phase());
             return true;
         }
         false
@@ -792,10 +801,7 @@ impl CongestionControl for Arcc {
             }
         }
         if let Some(rtt) = ack.rtt {
-            let grown = self
-                .params
-                .tau_q
-                .mul_f64(self.params.fast_correction_factor);
+            let grown = self.grown_rtt_bar();
             let window = self.base_rtt_window_rtts;
             let a = &mut self.paths[ack.path];
             a.interval_rtt_sum_ps = a.interval_rtt_sum_ps.saturating_add(rtt.as_ps());
@@ -807,7 +813,7 @@ impl CongestionControl for Arcc {
                 // only to measure: their ACKs buy no data (`on_ack` above).
                 // A phase that confirmed nothing doubles the wait before the
                 // next (a queue standing at a busy bottleneck serves no probe).
-                let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
+                let t = self.probe_phase();
                 self.confirm_until = Some(now + t);
                 self.confirm_next =
                     Some(now + t.mul_f64(f64::from(2u32 << self.confirm_tries.min(6))));
@@ -843,7 +849,7 @@ impl CongestionControl for Arcc {
         }
         if self.probing_until == Some(Instant::MAX) {
             // Startup probing lasts three base RTTs from the first ACK.
-            let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
+            let t = self.probe_phase();
             self.probing_until = Some(now + t);
         }
     }
@@ -899,7 +905,7 @@ impl CongestionControl for Arcc {
         self.path_due[path] = None;
         self.refresh_next_update();
         if self.probing_enabled {
-            let t = self.max_base_rtt().mul_f64(self.probe_duration_rtts);
+            let t = self.probe_phase();
             self.start_probing(now + t);
         }
     }
