@@ -434,9 +434,14 @@ pub struct Arcc {
     /// The current probing phase ends then (`Instant::MAX`: startup probing,
     /// waiting for its first ACK).
     probing_until: Option<Instant>,
-    /// Probes go out until then only to confirm a longer base RTT (see
-    /// `ArccPath::on_rtt`); their ACKs change nothing else.
-    confirm_until: Option<Instant>,
+    /// The current or last probing phase, `[from, until)` (empty: none has
+    /// run), kept after it ends: a probe ACK's send time tells which kind of
+    /// phase sent it.
+    probe_span: (Instant, Instant),
+    /// The current or last confirming phase, `[from, until)`: probes go out
+    /// only to confirm a longer base RTT (see `ArccPath::on_rtt`), and the
+    /// ACKs of probes sent in it change nothing else.
+    confirm_span: Option<(Instant, Instant)>,
     /// The next confirming phase may not start before then; phases in a row
     /// that confirmed nothing.
     confirm_next: Option<Instant>,
@@ -492,7 +497,12 @@ impl Arcc {
             path_due: vec![None; paths.len()],
             next_update: None,
             probing_until: cfg.probing.then_some(Instant::MAX),
-            confirm_until: None,
+            probe_span: if cfg.probing {
+                (now, Instant::MAX)
+            } else {
+                (Instant::MAX, Instant::MAX)
+            },
+            confirm_span: None,
             confirm_next: None,
             confirm_tries: 0,
             probe_scope: None,
@@ -611,6 +621,17 @@ impl Arcc {
         self.max_base_rtt().mul_f64(self.probe_duration_rtts)
     }
 
+    /// Whether a probe sent at `sent` went out only to confirm a base RTT: in
+    /// the last confirming phase, and in no probing phase. (Its ACK may come
+    /// after the phase ended, or in a probing phase the confirmation started.)
+    fn sent_to_confirm(&self, sent: Instant) -> bool {
+        let confirming = self
+            .confirm_span
+            .is_some_and(|(from, until)| from <= sent && sent < until);
+        let (from, until) = self.probe_span;
+        confirming && !(from <= sent && sent < until)
+    }
+
     /// How far above the base RTT a path's RTTs must stay to be its own, not a
     /// queue: `fast_correction_factor` x tau_q, a queue ARCC would have drained.
     fn grown_rtt_bar(&self) -> Duration {
@@ -657,12 +678,13 @@ impl Arcc {
         // path alone, where the margins would add a quarter of q0 per update.
         if self.probing_enabled && !self.probing(now) {
             let t = self.probe_phase();
-            self.start_probing(now + t);
+            self.start_probing(now, now + t);
             self.probe_scope = Some(path);
         }
     }
 
-    fn start_probing(&mut self, until: Instant) {
+    fn start_probing(&mut self, now: Instant, until: Instant) {
+        self.probe_span = (now, until);
         self.probing_until = Some(until);
         self.probe_scope = None;
         for p in &mut self.paths {
@@ -689,7 +711,7 @@ impl Arcc {
         let up = paths.up().max(1) as u32;
         if self.quiet_updates >= self.probe_trigger_updates * up {
             self.quiet_updates = 0;
-            self.start_probing(now + self.probe_phase());
+            self.start_probing(now, now + self.probe_phase());
             return true;
         }
         false
@@ -739,7 +761,7 @@ impl CongestionControl for Arcc {
     }
 
     fn sends_probes(&self, now: Instant) -> bool {
-        self.probing(now) || self.confirm_until.is_some_and(|t| now < t)
+        self.probing(now) || self.confirm_span.is_some_and(|(_, until)| now < until)
     }
 
     fn probes_path(&self, now: Instant, path: usize) -> bool {
@@ -795,7 +817,7 @@ impl CongestionControl for Arcc {
     fn on_ack(&mut self, now: Instant, ack: &AckSample, paths: &Paths) {
         if let (true, Some(probe_rtt)) = (ack.probe, ack.probe_rtt) {
             self.confirm_base_rtt(now, ack.path, probe_rtt, paths);
-            if !self.probing(now) && self.confirm_until.is_some() {
+            if self.sent_to_confirm(now - probe_rtt) {
                 // A probe sent to confirm a base RTT: nothing else to learn.
                 return;
             }
@@ -814,7 +836,7 @@ impl CongestionControl for Arcc {
                 // A phase that confirmed nothing doubles the wait before the
                 // next (a queue standing at a busy bottleneck serves no probe).
                 let t = self.probe_phase();
-                self.confirm_until = Some(now + t);
+                self.confirm_span = Some((now, now + t));
                 self.confirm_next =
                     Some(now + t.mul_f64(f64::from(2u32 << self.confirm_tries.min(6))));
                 self.confirm_tries += 1;
@@ -851,6 +873,7 @@ impl CongestionControl for Arcc {
             // Startup probing lasts three base RTTs from the first ACK.
             let t = self.probe_phase();
             self.probing_until = Some(now + t);
+            self.probe_span.1 = now + t;
         }
     }
 
@@ -906,7 +929,7 @@ impl CongestionControl for Arcc {
         self.refresh_next_update();
         if self.probing_enabled {
             let t = self.probe_phase();
-            self.start_probing(now + t);
+            self.start_probing(now, now + t);
         }
     }
 

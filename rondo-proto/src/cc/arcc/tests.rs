@@ -347,32 +347,45 @@ fn a_refused_flow_paces_what_probe_acks_buy() {
 /// they are served with a round trip as long (the path has room and the delay
 /// is its own), and then the flow probes that path alone to take it back up.
 /// A queue standing at a busy bottleneck serves no probe: the base RTT stays.
+/// A two-path flow whose path 0 has a candidate base RTT of 30 us (20 us on
+/// both paths for 400 us, startup probing long over, then path 0 takes 30 us
+/// until a window of two base RTTs ends): a confirming phase has just started.
+fn with_a_candidate() -> (Arcc, Paths, Instant) {
+    let cfg = FlowConfig {
+        paths: 2,
+        base_rtt_window_rtts: Some(2.0),
+        ..FlowConfig::default()
+    };
+    let paths = Paths::new(&cfg);
+    let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+    let data = |path, rtt_us| AckSample {
+        rtt: Some(Duration::from_us(rtt_us)),
+        ..AckSample::data(path, 0, false)
+    };
+    let mut t = 0;
+    while t <= 400_000 || a.paths[0].base_candidate.is_none() {
+        t += 1_000;
+        let now = Instant::from_ns(t);
+        a.on_ack(now, &data(1, 20), &paths);
+        a.on_ack(now, &data(0, if t <= 400_000 { 20 } else { 30 }), &paths);
+        assert!(t < 500_000, "no candidate");
+    }
+    (a, paths, Instant::from_ns(t))
+}
+
+/// The ACK of a probe of `path` sent at `sent`, arriving at `now`.
+fn probe_ack(path: usize, sent: Instant, now: Instant) -> AckSample {
+    AckSample {
+        probe: true,
+        probe_rtt: Some(now.saturating_since(sent)),
+        ..AckSample::data(path, 0, false)
+    }
+}
+
 #[test]
 fn a_longer_base_rtt_is_taken_when_probes_confirm_it() {
     let run = |probe_rtt_us: Option<u64>| {
-        let cfg = FlowConfig {
-            paths: 2,
-            base_rtt_window_rtts: Some(2.0),
-            ..FlowConfig::default()
-        };
-        let paths = Paths::new(&cfg);
-        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
-        let data = |path, rtt_us| AckSample {
-            rtt: Some(Duration::from_us(rtt_us)),
-            ..AckSample::data(path, 0, false)
-        };
-        // 20 us on both paths for 400 us (startup probing long over), then
-        // path 0 takes 30 us until a window of it ends (two base RTTs, 40-80
-        // us later).
-        let mut t = 0;
-        while t <= 400_000 || a.paths[0].base_candidate.is_none() {
-            t += 1_000;
-            let now = Instant::from_ns(t);
-            a.on_ack(now, &data(1, 20), &paths);
-            a.on_ack(now, &data(0, if t <= 400_000 { 20 } else { 30 }), &paths);
-            assert!(t < 500_000, "no candidate");
-        }
-        let now = Instant::from_ns(t);
+        let (mut a, paths, now) = with_a_candidate();
         assert!(!a.probing(now));
         assert_eq!(a.paths[0].base_candidate, Some(Duration::from_us(30)));
         assert!(a.paths[1].base_candidate.is_none());
@@ -399,4 +412,43 @@ fn a_longer_base_rtt_is_taken_when_probes_confirm_it() {
     assert_eq!(run(Some(21)), (us(20), false, false));
     // None served: kept.
     assert_eq!(run(None).0, us(20));
+}
+
+/// Which phase sent a probe decides what its ACK does, whenever it arrives: a
+/// probe sent to confirm a base RTT buys nothing, also when its ACK comes
+/// after the confirming phase or in the probing phase the confirmation
+/// started; a probe of an ordinary probing phase buys a packet, also when its
+/// ACK comes after the phase ended and a confirming phase has run.
+#[test]
+fn a_probe_ack_counts_by_the_phase_that_sent_the_probe() {
+    let us = Duration::from_us;
+    let (mut a, paths, t0) = with_a_candidate();
+    let phase = a.probe_phase();
+    let credit = |a: &Arcc, path: usize| {
+        (
+            a.allowance[path].probe_credit,
+            a.paths[path].probe_acks_in_interval,
+        )
+    };
+    // Sent in the confirming phase, acknowledged after it.
+    let before = credit(&a, 0);
+    let late = t0 + phase + us(3);
+    a.on_ack(late, &probe_ack(0, t0 + us(1), late), &paths);
+    assert!(!a.probing(late) && !a.sends_probes(late));
+    assert_eq!(credit(&a, 0), before);
+    // An ordinary probing phase, its probe acknowledged after it ended.
+    let p0 = late + us(10);
+    a.start_probing(p0, p0 + phase);
+    let end = p0 + phase + us(5);
+    assert!(!a.probing(end));
+    let (credit0, acks0) = credit(&a, 1);
+    a.on_ack(end, &probe_ack(1, p0 + us(2), end), &paths);
+    assert_eq!(credit(&a, 1), (credit0 + 1, acks0 + 1));
+    // A probe sent before the confirming phase, acknowledged in it: ordinary.
+    let (mut a, paths, t0) = with_a_candidate();
+    let in_it = t0 + us(4);
+    assert!(a.sends_probes(in_it) && !a.probing(in_it));
+    let (credit0, acks0) = credit(&a, 0);
+    a.on_ack(in_it, &probe_ack(0, t0 - us(20), in_it), &paths);
+    assert_eq!(credit(&a, 0), (credit0 + 1, acks0 + 1));
 }
