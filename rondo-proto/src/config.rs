@@ -232,6 +232,15 @@ pub struct FlowConfig {
     /// slower path waits longest exactly where the scheduler matters most;
     /// docs/engine.md "The scheduler during probing (row 8)".
     pub scheduler_start_gap: Option<Duration>,
+    /// The packet scheduler reads each path's delay for a transmission now as
+    /// its forward-delay estimate corrected by the packets in flight on the path
+    /// now against those the estimate's packets found ahead of them, at the
+    /// path's rate (on paths that keep at least [`AHEAD_MIN_PACKETS`] in flight
+    /// on average, where the flow's own packets are the queue). Off by default;
+    /// docs/engine.md "Packets ahead (row 7)".
+    ///
+    /// [`AHEAD_MIN_PACKETS`]: crate::scheduler::AHEAD_MIN_PACKETS
+    pub scheduler_ahead: bool,
     /// EWMA gain of the forward-delay and RTT estimates.
     pub delay_gain: f64,
     /// Flow-level pacing on or off.
@@ -360,6 +369,7 @@ impl Default for FlowConfig {
             scheduler_stable_samples: 8,
             delay_stable_tolerance: Duration::from_us(2),
             scheduler_start_gap: Some(Duration::from_us(15)),
+            scheduler_ahead: false,
             delay_gain: 0.125,
             pacing: true,
             pacing_burst: 1,

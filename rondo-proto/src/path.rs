@@ -173,6 +173,10 @@ pub struct PathState {
     /// difference of the two clocks).
     pub(crate) fwd_delay_ps: Option<i64>,
     pub(crate) fwd_stable_samples: u32,
+    /// The packets in flight on the path when the packets of the forward-delay
+    /// samples were sent, averaged as `fwd_delay_ps` is (the same gain, the
+    /// same samples): what the estimate's packets found ahead of them.
+    pub(crate) fwd_ahead: Option<f64>,
     /// When this path last sent a data packet.
     pub(crate) last_sent: Option<Instant>,
     pub(crate) consecutive_losses: u32,
@@ -223,6 +227,7 @@ impl PathState {
             srtt: None,
             fwd_delay_ps: None,
             fwd_stable_samples: 0,
+            fwd_ahead: None,
             last_sent: None,
             consecutive_losses: 0,
             next_down_probe: Instant::MAX,
@@ -307,13 +312,19 @@ impl PathState {
         });
     }
 
-    /// A forward-delay sample (receiver clock minus sender clock, picoseconds).
+    /// A forward-delay sample (receiver clock minus sender clock, picoseconds)
+    /// of a packet sent with `ahead` packets in flight on the path (`None`:
+    /// not known).
     pub(crate) fn on_forward_delay_sample(
         &mut self,
         sample_ps: i64,
+        ahead: Option<u16>,
         gain: f64,
         tolerance: Duration,
     ) {
+        if let Some(a) = ahead.map(f64::from) {
+            self.fwd_ahead = Some(self.fwd_ahead.map_or(a, |x| x + gain * (a - x)));
+        }
         match self.fwd_delay_ps {
             None => {
                 self.fwd_delay_ps = Some(sample_ps);

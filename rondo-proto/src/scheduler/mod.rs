@@ -10,7 +10,7 @@
 mod skip;
 mod unsent;
 
-pub use skip::{phase_skip, skips, SkipScheduler};
+pub use skip::{phase_skip, skips, SkipScheduler, AHEAD_MIN_PACKETS};
 pub use unsent::UnsentSet;
 
 use crate::cc::AnyCc;

@@ -87,6 +87,13 @@ fn phase_skip_by(
     skip
 }
 
+/// The fewest packets a path must keep in flight on average (its forward-delay
+/// samples' packets found ahead of them) for `FlowConfig::scheduler_ahead` to
+/// correct its delay: below it a flow's own packets are not what queues at the
+/// path, and a packet more or less in flight says little about the delay
+/// (docs/engine.md "Packets ahead (row 7)").
+pub const AHEAD_MIN_PACKETS: f64 = 16.0;
+
 /// Rondo's packet scheduler (paper §4.3): a transmission on path p carries the
 /// (skip_p + 1)-th smallest unsent PSN, so that packets sent on slower paths carry
 /// higher PSNs and arrive in order. It starts when every path in rotation has
@@ -103,6 +110,8 @@ pub struct SkipScheduler {
     /// their phase at every transmission, instead of eq. (7)'s skips.
     phase: bool,
     stable_samples: u32,
+    /// `FlowConfig::scheduler_ahead`.
+    ahead: bool,
     /// `FlowConfig::scheduler_start_gap`, picoseconds.
     start_gap_ps: Option<u64>,
     on: bool,
@@ -124,6 +133,11 @@ struct SkipScratch {
     rates: Vec<f64>,
     /// Per path: forward delay in ns (`None` when unusable).
     delays: Vec<Option<f64>>,
+    /// Per path: the packets ahead of the forward-delay samples' packets
+    /// (`PathState::fwd_ahead`; NaN: no correction), with `ahead` on.
+    ahead: Vec<f64>,
+    /// Per path: the delay for a transmission now, with `ahead` on.
+    now_delays: Vec<Option<f64>>,
 }
 
 impl SkipScheduler {
@@ -133,6 +147,7 @@ impl SkipScheduler {
             allowed: cfg.scheduler,
             phase: cfg.scheduler_phase,
             stable_samples: cfg.scheduler_stable_samples,
+            ahead: cfg.scheduler_ahead,
             start_gap_ps: cfg.scheduler_start_gap.map(|g| g.as_ps()),
             on: false,
             enabled_at: None,
@@ -152,12 +167,17 @@ impl SkipScheduler {
         let sc = &mut self.scratch;
         sc.rates.clear();
         sc.delays.clear();
+        sc.ahead.clear();
         for (i, p) in paths.iter().enumerate() {
             let usable = paths.is_up(i) && p.srtt.is_some();
             sc.rates
                 .push(if usable { cc.path_rate(i) / 1e3 } else { 0.0 });
             sc.delays
                 .push(if usable { p.forward_delay_ns() } else { None });
+            if self.ahead {
+                let a = p.fwd_ahead.filter(|&a| a >= AHEAD_MIN_PACKETS);
+                sc.ahead.push(a.unwrap_or(f64::NAN));
+            }
         }
         self.skip_stale = true;
     }
@@ -174,17 +194,37 @@ impl SkipScheduler {
     /// The skip of a transmission on `path` now, from the other paths' phases.
     fn phase_skip(&mut self, path: usize, now: Instant, paths: &Paths) -> u64 {
         let now_ns = now.as_ps() as f64 / 1e3;
-        let sc = &self.scratch;
-        if sc.rates.len() != paths.len() {
+        if self.scratch.rates.len() != paths.len() {
             return u64::from(self.skip[path]); // no skip computation yet
         }
+        if self.ahead {
+            // The queue a packet sent now meets is the one in flight now: the
+            // estimate's delay, plus (or minus) the packets in flight beyond
+            // those its samples' packets found, at the path's rate.
+            let sc = &mut self.scratch;
+            sc.now_delays.clear();
+            for q in 0..sc.rates.len() {
+                let (d, a, r) = (sc.delays[q], sc.ahead[q], sc.rates[q]);
+                let beyond = f64::from(paths.inflight(q)) - a;
+                sc.now_delays.push(match d {
+                    Some(d) if r > 0.0 && !a.is_nan() => Some(d + beyond / r),
+                    d => d,
+                });
+            }
+        }
+        let sc = &self.scratch;
+        let delays = if self.ahead {
+            &sc.now_delays
+        } else {
+            &sc.delays
+        };
         // A path's next transmission: one interval at its rate after its last
         // (now, without one); read only for the paths that count.
         let next = |q: usize| match paths[q].last_sent {
             Some(t) => t.as_ps() as f64 / 1e3 + 1.0 / sc.rates[q],
             None => now_ns,
         };
-        phase_skip_by(path, now_ns, &sc.rates, &sc.delays, next)
+        phase_skip_by(path, now_ns, &sc.rates, delays, next)
     }
 }
 

@@ -301,7 +301,8 @@ impl Core {
         let fwd_ns = rx_ns as i128 - echo_ns as i128;
         let fwd = (fwd_ns * 1000).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
         let tolerance = self.cfg.delay_stable_tolerance;
-        self.paths[path].on_forward_delay_sample(fwd, gain, tolerance);
+        let ahead = entry.map(|e| e.ahead);
+        self.paths[path].on_forward_delay_sample(fwd, ahead, gain, tolerance);
         sample.rtt = Some(rtt);
         sample.forward_delay_ps = Some(fwd);
         self.paths[path].last_sample = Some((echo_ns, acked));

@@ -48,6 +48,9 @@ pub(crate) struct SentPacket {
     pub(crate) queued: bool,
     pub(crate) path: u16,
     pub(crate) tx_count: u8,
+    /// Packets in flight on its path when it was last sent (saturating): the
+    /// packets ahead of it (`FlowConfig::scheduler_ahead`).
+    pub(crate) ahead: u16,
     pub(crate) sent_at: Instant,
 }
 

@@ -236,6 +236,7 @@ impl Sender {
         entry.in_flight = true;
         entry.path = path as u16;
         entry.sent_at = now;
+        entry.ahead = c.paths.inflight(path).min(u32::from(u16::MAX)) as u16;
         entry.tx_count = entry.tx_count.saturating_add(1);
         c.paths.add_in_flight(path);
         self.cc.on_sent(now, path, &c.paths);

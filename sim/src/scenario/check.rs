@@ -814,6 +814,9 @@ impl TransportSpec {
         if let Some(x) = self.scheduler_start_gap_us {
             c.scheduler_start_gap = (x > 0.0).then(|| rondo_proto::Duration::from_us_f64(x));
         }
+        if let Some(x) = self.scheduler_ahead {
+            c.scheduler_ahead = x;
+        }
         if self.ack_coalesce_packets.is_some() || self.ack_coalesce_us.is_some() {
             let mut a = c.ack_coalescing();
             if let Some(n) = self.ack_coalesce_packets {

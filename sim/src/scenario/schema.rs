@@ -365,6 +365,9 @@ pub struct TransportSpec {
     /// paths' forward delays span more than this, microseconds (default 15; 0:
     /// only after probing; `rondo_proto::FlowConfig::scheduler_start_gap`).
     pub scheduler_start_gap_us: Option<f64>,
+    /// The packet scheduler corrects each path's delay by the packets in
+    /// flight on it now (default false; `rondo_proto::FlowConfig::scheduler_ahead`).
+    pub scheduler_ahead: Option<bool>,
     /// Whether a "reorder buffer full" NAK holds new data within the
     /// receiver-limited span (default: the transport's choice,
     /// `rondo_proto::Transport::receiver_span`).
@@ -477,6 +480,7 @@ impl Default for TransportSpec {
             stall_allowance_us: None,
             delay_stable_tolerance_us: None,
             scheduler_start_gap_us: None,
+            scheduler_ahead: None,
             receiver_span: None,
             receiver_span_step: None,
             ack_coalesce_packets: None,
