@@ -236,8 +236,9 @@ pub struct FlowConfig {
     /// its forward-delay estimate corrected by the packets in flight on the path
     /// now against those the estimate's packets found ahead of them, at the
     /// path's rate (on paths that keep at least [`AHEAD_MIN_PACKETS`] in flight
-    /// on average, where the flow's own packets are the queue). Off by default;
-    /// docs/engine.md "Packets ahead (row 7)".
+    /// on average, where the flow's own packets are the queue; beyond one
+    /// packet, and by at most a quarter of those ahead). On by default (the UDP
+    /// host profile turns it off); docs/engine.md "Packets ahead (row 7)".
     ///
     /// [`AHEAD_MIN_PACKETS`]: crate::scheduler::AHEAD_MIN_PACKETS
     pub scheduler_ahead: bool,
@@ -369,7 +370,7 @@ impl Default for FlowConfig {
             scheduler_stable_samples: 8,
             delay_stable_tolerance: Duration::from_us(2),
             scheduler_start_gap: Some(Duration::from_us(15)),
-            scheduler_ahead: false,
+            scheduler_ahead: true,
             delay_gain: 0.125,
             pacing: true,
             pacing_burst: 1,

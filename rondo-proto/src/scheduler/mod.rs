@@ -10,7 +10,10 @@
 mod skip;
 mod unsent;
 
-pub use skip::{phase_skip, skips, SkipScheduler, AHEAD_MIN_PACKETS};
+pub use skip::{
+    delay_now, phase_skip, skips, SkipScheduler, AHEAD_DEADBAND_PACKETS, AHEAD_MIN_PACKETS,
+    AHEAD_MOST_FRACTION,
+};
 pub use unsent::UnsentSet;
 
 use crate::cc::AnyCc;

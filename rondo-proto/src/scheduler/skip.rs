@@ -87,12 +87,41 @@ fn phase_skip_by(
     skip
 }
 
+/// A path's forward delay (ns) for a transmission now under
+/// `FlowConfig::scheduler_ahead`: the estimate `d_ns`, plus (or minus) the
+/// packets in flight on the path now beyond the `ahead` its samples' packets
+/// found, at the path's `rate_per_ns`. The queue a packet sent now meets is
+/// the one in flight now. The count moves by one with every send and ACK, so
+/// the first packet of difference is its granularity, not a queue that moved
+/// ([`AHEAD_DEADBAND_PACKETS`]); a difference beyond a quarter of `ahead` is a
+/// transient of the controller (start-up, a probing phase's jump) that the
+/// estimate sees within a round trip ([`AHEAD_MOST_FRACTION`]). `ahead` NaN
+/// (fewer than [`AHEAD_MIN_PACKETS`]) or no rate: the estimate as it is.
+pub fn delay_now(d_ns: f64, ahead: f64, inflight: u32, rate_per_ns: f64) -> f64 {
+    if ahead.is_nan() || rate_per_ns <= 0.0 {
+        return d_ns;
+    }
+    let beyond = f64::from(inflight) - ahead;
+    let beyond = beyond.signum() * (beyond.abs() - AHEAD_DEADBAND_PACKETS).max(0.0);
+    let most = AHEAD_MOST_FRACTION * ahead;
+    d_ns + beyond.clamp(-most, most) / rate_per_ns
+}
+
 /// The fewest packets a path must keep in flight on average (its forward-delay
 /// samples' packets found ahead of them) for `FlowConfig::scheduler_ahead` to
 /// correct its delay: below it a flow's own packets are not what queues at the
 /// path, and a packet more or less in flight says little about the delay
 /// (docs/engine.md "Packets ahead (row 7)").
 pub const AHEAD_MIN_PACKETS: f64 = 16.0;
+
+/// The part of a path's in-flight difference that `FlowConfig::scheduler_ahead`
+/// leaves uncorrected, packets (the count's own granularity).
+pub const AHEAD_DEADBAND_PACKETS: f64 = 1.0;
+
+/// The most a path's in-flight difference may correct under
+/// `FlowConfig::scheduler_ahead`, as a fraction of the packets ahead of its
+/// samples' packets.
+pub const AHEAD_MOST_FRACTION: f64 = 0.25;
 
 /// Rondo's packet scheduler (paper §4.3): a transmission on path p carries the
 /// (skip_p + 1)-th smallest unsent PSN, so that packets sent on slower paths carry
@@ -198,18 +227,12 @@ impl SkipScheduler {
             return u64::from(self.skip[path]); // no skip computation yet
         }
         if self.ahead {
-            // The queue a packet sent now meets is the one in flight now: the
-            // estimate's delay, plus (or minus) the packets in flight beyond
-            // those its samples' packets found, at the path's rate.
             let sc = &mut self.scratch;
             sc.now_delays.clear();
             for q in 0..sc.rates.len() {
                 let (d, a, r) = (sc.delays[q], sc.ahead[q], sc.rates[q]);
-                let beyond = f64::from(paths.inflight(q)) - a;
-                sc.now_delays.push(match d {
-                    Some(d) if r > 0.0 && !a.is_nan() => Some(d + beyond / r),
-                    d => d,
-                });
+                sc.now_delays
+                    .push(d.map(|d| delay_now(d, a, paths.inflight(q), r)));
             }
         }
         let sc = &self.scratch;
@@ -288,5 +311,32 @@ impl PacketSelector for SkipScheduler {
             return skip_of(path, &sc.rates, &sc.delays);
         }
         self.skip[path]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The correction of `scheduler_ahead`: the packets in flight beyond the
+    /// first of difference, at the path's rate, within a quarter of those ahead;
+    /// none without enough packets ahead or a rate.
+    #[test]
+    fn the_delay_now_counts_the_packets_in_flight_beyond_those_ahead() {
+        let (d, rate) = (10_000.0, 0.01); // 10 us; a packet per 100 ns
+                                          // 24 ahead, 27 in flight: two packets beyond the first, 200 ns later.
+        assert_eq!(delay_now(d, 24.0, 27, rate), 10_200.0);
+        assert_eq!(delay_now(d, 24.0, 21, rate), 9_800.0);
+        // One packet either way is the count's granularity.
+        for n in [23, 24, 25] {
+            assert_eq!(delay_now(d, 24.0, n, rate), d);
+        }
+        // At most a quarter of those ahead (6 packets): start-up and probing
+        // jumps are the controller's transients.
+        assert_eq!(delay_now(d, 24.0, 60, rate), 10_600.0);
+        assert_eq!(delay_now(d, 24.0, 0, rate), 9_400.0);
+        // Fewer than AHEAD_MIN_PACKETS ahead (NaN), or no rate: as it is.
+        assert_eq!(delay_now(d, f64::NAN, 40, rate), d);
+        assert_eq!(delay_now(d, 24.0, 40, 0.0), d);
     }
 }

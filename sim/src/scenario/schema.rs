@@ -366,7 +366,7 @@ pub struct TransportSpec {
     /// only after probing; `rondo_proto::FlowConfig::scheduler_start_gap`).
     pub scheduler_start_gap_us: Option<f64>,
     /// The packet scheduler corrects each path's delay by the packets in
-    /// flight on it now (default false; `rondo_proto::FlowConfig::scheduler_ahead`).
+    /// flight on it now (default true; `rondo_proto::FlowConfig::scheduler_ahead`).
     pub scheduler_ahead: Option<bool>,
     /// Whether a "reorder buffer full" NAK holds new data within the
     /// receiver-limited span (default: the transport's choice,
