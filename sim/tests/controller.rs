@@ -111,7 +111,8 @@ fn one_margin_per_flow_keeps_fig9_ood_p99_at_most_12() {
     }
 }
 
-/// Row 7 with q0 per path, at the defaults: the residual OOD was the scheduler
+/// Row 7 (paper §6.1 / Fig. 9; the target is p99 <= 12, the throwaway model
+/// reached 9-11) with q0 per path, at the defaults: the residual OOD was the scheduler
 /// reading each path's delay from samples of packets sent a round trip ago,
 /// while the path's queue (the flow's own packets, three to six behind each
 /// margin) had moved since. With `scheduler_ahead` (the default) the delay of a
