@@ -237,8 +237,8 @@ pub struct FlowConfig {
     /// now against those the estimate's packets found ahead of them, at the
     /// path's rate (on paths that keep at least [`AHEAD_MIN_PACKETS`] in flight
     /// on average, where the flow's own packets are the queue; beyond one
-    /// packet, and by at most a quarter of those ahead). On by default (the UDP
-    /// host profile turns it off); docs/engine.md "Packets ahead (row 7)".
+    /// packet, and by at most a quarter of those ahead). On by default;
+    /// docs/engine.md "Packets ahead (row 7)".
     ///
     /// [`AHEAD_MIN_PACKETS`]: crate::scheduler::AHEAD_MIN_PACKETS
     pub scheduler_ahead: bool,

@@ -88,12 +88,6 @@
 //!   and 0.484 -> 0.435, goodput 8.99 -> 10.6 and 5.86 -> 6.46 Gb/s (medians).
 //!   The verbs datapath runs in the same kind of rounds (completion polls of 64);
 //!   not measured on a NIC.
-//! - **The scheduler reads the forward-delay estimate as it is**
-//!   (`FlowConfig::scheduler_ahead` off): the correction by the packets in
-//!   flight on a path assumes its in-flight count moves a packet at a time, as a
-//!   NIC's and the simulator's do (docs/engine.md "Packets ahead (row 7)"); here
-//!   it moves by a batch of up to 64 per path and round. Not measured over UDP;
-//!   the NIC profile keeps the engine's default.
 //! - **64 packets in a row per path** (`FlowConfig::path_burst`; the deficit
 //!   selector keeps its shares over the runs): the UDP datapath queues, sends
 //!   (`sendmmsg`, GSO trains) and receives (`recvmmsg`) each path's datagrams in
@@ -153,9 +147,6 @@ pub struct HostProfile {
     /// Selective repeat also takes a packet overtaken on its own path for lost
     /// (`FlowConfig::path_order_loss`).
     pub path_order_loss: bool,
-    /// The packet scheduler corrects a path's delay by its packets in flight
-    /// (`FlowConfig::scheduler_ahead`).
-    pub scheduler_ahead: bool,
 }
 
 impl HostProfile {
@@ -174,14 +165,12 @@ impl HostProfile {
         },
         path_burst: HOST_STACK_BATCH as u32,
         path_order_loss: true,
-        scheduler_ahead: false,
     };
 
     /// Over a NIC: the ibverbs UD datapath (`verbs`, cargo feature `verbs`).
     pub const NIC: HostProfile = HostProfile {
         early_recovery_threshold: 4,
         path_burst: 1,
-        scheduler_ahead: true,
         ..HostProfile::HOST_STACK
     };
 
@@ -208,7 +197,6 @@ impl HostProfile {
             ack_coalesce: Some(self.ack_coalesce),
             path_burst: self.path_burst,
             path_order_loss: self.path_order_loss,
-            scheduler_ahead: self.scheduler_ahead,
             ..cfg
         }
     }
@@ -235,8 +223,6 @@ mod tests {
         assert_eq!((acks.packets, acks.delay), (64, Duration::ZERO));
         assert_eq!(c.path_burst, 64);
         assert!(c.path_order_loss && !FlowConfig::default().path_order_loss);
-        assert!(!c.scheduler_ahead && FlowConfig::default().scheduler_ahead);
-        assert!(HostProfile::NIC.flow_config(3).scheduler_ahead);
         let paper = FlowConfig::default();
         assert_eq!(
             (c.mtu, c.q0, c.scheduler),
@@ -245,15 +231,13 @@ mod tests {
     }
 
     #[test]
-    fn the_nic_profile_differs_from_the_host_stack_in_three_settings() {
+    fn the_nic_profile_differs_from_the_host_stack_in_early_recovery_and_path_bursts() {
         let (h, n) = (HostProfile::HOST_STACK, HostProfile::NIC);
         assert_eq!((n.early_recovery_threshold, n.path_burst), (4, 1));
-        assert!(n.scheduler_ahead && !h.scheduler_ahead);
         assert_eq!(
             HostProfile {
                 early_recovery_threshold: h.early_recovery_threshold,
                 path_burst: h.path_burst,
-                scheduler_ahead: h.scheduler_ahead,
                 ..n
             },
             h
