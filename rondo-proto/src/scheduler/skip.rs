@@ -323,8 +323,9 @@ mod tests {
     /// none without enough packets ahead or a rate.
     #[test]
     fn the_delay_now_counts_the_packets_in_flight_beyond_those_ahead() {
-        let (d, rate) = (10_000.0, 0.01); // 10 us; a packet per 100 ns
-                                          // 24 ahead, 27 in flight: two packets beyond the first, 200 ns later.
+        // 10 us; a packet per 100 ns.
+        let (d, rate) = (10_000.0, 0.01);
+        // 24 ahead, 27 in flight: two packets beyond the first, 200 ns later.
         assert_eq!(delay_now(d, 24.0, 27, rate), 10_200.0);
         assert_eq!(delay_now(d, 24.0, 21, rate), 9_800.0);
         // One packet either way is the count's granularity.

@@ -54,6 +54,10 @@ pub(crate) struct SentPacket {
     pub(crate) sent_at: Instant,
 }
 
+// One entry per packet of the window: `ahead` took bytes the layout left as
+// padding, and it should stay that way.
+const _: () = assert!(std::mem::size_of::<SentPacket>() == 16);
+
 /// The state of a sender that every transport shares.
 #[derive(Debug)]
 pub(crate) struct Core {

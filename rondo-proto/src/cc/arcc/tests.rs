@@ -342,11 +342,6 @@ fn a_refused_flow_paces_what_probe_acks_buy() {
     assert_eq!(gate(false, true), None);
 }
 
-/// A path whose RTT grows for good (its samples over a whole window above the
-/// base RTT by more than 4 tau_q) gets a candidate; probes confirm it only when
-/// they are served with a round trip as long (the path has room and the delay
-/// is its own), and then the flow probes that path alone to take it back up.
-/// A queue standing at a busy bottleneck serves no probe: the base RTT stays.
 /// A two-path flow whose path 0 has a candidate base RTT of 30 us (20 us on
 /// both paths for 400 us, startup probing long over, then path 0 takes 30 us
 /// until a window of two base RTTs ends): a confirming phase has just started.
@@ -382,6 +377,11 @@ fn probe_ack(path: usize, sent: Instant, now: Instant) -> AckSample {
     }
 }
 
+/// A path whose RTT grows for good (its samples over a whole window above the
+/// base RTT by more than 4 tau_q) gets a candidate; probes confirm it only when
+/// they are served with a round trip as long (the path has room and the delay
+/// is its own), and then the flow probes that path alone to take it back up.
+/// A queue standing at a busy bottleneck serves no probe: the base RTT stays.
 #[test]
 fn a_longer_base_rtt_is_taken_when_probes_confirm_it() {
     let run = |probe_rtt_us: Option<u64>| {
