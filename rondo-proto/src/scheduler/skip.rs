@@ -95,12 +95,12 @@ fn phase_skip_by(
 /// the first packet of difference is its granularity, not a queue that moved
 /// ([`AHEAD_DEADBAND_PACKETS`]); a difference beyond a quarter of `ahead` is a
 /// transient of the controller (start-up, a probing phase's jump) that the
-/// estimate sees within a round trip ([`AHEAD_MOST_FRACTION`]). `ahead` NaN
-/// (fewer than [`AHEAD_MIN_PACKETS`]) or no rate: the estimate as it is.
-pub fn delay_now(d_ns: f64, ahead: f64, inflight: u32, rate_per_ns: f64) -> f64 {
-    if ahead.is_nan() || rate_per_ns <= 0.0 {
+/// estimate sees within a round trip ([`AHEAD_MOST_FRACTION`]). `ahead`
+/// `None` (fewer than [`AHEAD_MIN_PACKETS`]) or no rate: the estimate as it is.
+pub fn delay_now(d_ns: f64, ahead: Option<f64>, inflight: u32, rate_per_ns: f64) -> f64 {
+    let Some(ahead) = ahead.filter(|_| rate_per_ns > 0.0) else {
         return d_ns;
-    }
+    };
     let beyond = f64::from(inflight) - ahead;
     let beyond = beyond.signum() * (beyond.abs() - AHEAD_DEADBAND_PACKETS).max(0.0);
     let most = AHEAD_MOST_FRACTION * ahead;
@@ -163,8 +163,8 @@ struct SkipScratch {
     /// Per path: forward delay in ns (`None` when unusable).
     delays: Vec<Option<f64>>,
     /// Per path: the packets ahead of the forward-delay samples' packets
-    /// (`PathState::fwd_ahead`; NaN: no correction), with `ahead` on.
-    ahead: Vec<f64>,
+    /// (`PathState::fwd_ahead`; `None`: no correction), with `ahead` on.
+    ahead: Vec<Option<f64>>,
     /// Per path: the delay for a transmission now, with `ahead` on.
     now_delays: Vec<Option<f64>>,
 }
@@ -204,8 +204,8 @@ impl SkipScheduler {
             sc.delays
                 .push(if usable { p.forward_delay_ns() } else { None });
             if self.ahead {
-                let a = p.fwd_ahead.filter(|&a| a >= AHEAD_MIN_PACKETS);
-                sc.ahead.push(a.unwrap_or(f64::NAN));
+                sc.ahead
+                    .push(p.fwd_ahead.filter(|&a| a >= AHEAD_MIN_PACKETS));
             }
         }
         self.skip_stale = true;
@@ -326,18 +326,18 @@ mod tests {
         // 10 us; a packet per 100 ns.
         let (d, rate) = (10_000.0, 0.01);
         // 24 ahead, 27 in flight: two packets beyond the first, 200 ns later.
-        assert_eq!(delay_now(d, 24.0, 27, rate), 10_200.0);
-        assert_eq!(delay_now(d, 24.0, 21, rate), 9_800.0);
+        assert_eq!(delay_now(d, Some(24.0), 27, rate), 10_200.0);
+        assert_eq!(delay_now(d, Some(24.0), 21, rate), 9_800.0);
         // One packet either way is the count's granularity.
         for n in [23, 24, 25] {
-            assert_eq!(delay_now(d, 24.0, n, rate), d);
+            assert_eq!(delay_now(d, Some(24.0), n, rate), d);
         }
         // At most a quarter of those ahead (6 packets): start-up and probing
         // jumps are the controller's transients.
-        assert_eq!(delay_now(d, 24.0, 60, rate), 10_600.0);
-        assert_eq!(delay_now(d, 24.0, 0, rate), 9_400.0);
-        // Fewer than AHEAD_MIN_PACKETS ahead (NaN), or no rate: as it is.
-        assert_eq!(delay_now(d, f64::NAN, 40, rate), d);
-        assert_eq!(delay_now(d, 24.0, 40, 0.0), d);
+        assert_eq!(delay_now(d, Some(24.0), 60, rate), 10_600.0);
+        assert_eq!(delay_now(d, Some(24.0), 0, rate), 9_400.0);
+        // Fewer than AHEAD_MIN_PACKETS ahead (None), or no rate: as it is.
+        assert_eq!(delay_now(d, None, 40, rate), d);
+        assert_eq!(delay_now(d, Some(24.0), 40, 0.0), d);
     }
 }

@@ -45,7 +45,7 @@ impl Sender {
             // The probe's round trip, from its echoed send time (this sender's
             // clock); none for an echo from the future.
             let sent = Instant::from_ns(fb.echo_timestamp_ns);
-            let rtt = (sent <= now && fb.echo_timestamp_ns > 0).then(|| now.saturating_since(sent));
+            let rtt = now.checked_since(sent).filter(|_| fb.echo_timestamp_ns > 0);
             self.on_probe_ack(now, path, rtt, events);
             return true;
         }

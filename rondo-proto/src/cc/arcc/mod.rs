@@ -576,6 +576,20 @@ impl Arcc {
             .unwrap_or_else(|| max_base_rtt(paths, self.initial_rtt))
     }
 
+    /// Measures `path`'s base RTT again (its inputs moved), and the largest and
+    /// tau_q with it when it changed.
+    fn remeasure_base_rtt(&mut self, path: usize, paths: &Paths) {
+        let base = self.measure_base_rtt(path, paths);
+        if std::mem::replace(&mut self.base_rtts[path], base) == base {
+            // tau_q reads only the base RTTs (and settings that recompute it
+            // where they change): the same as before, without its float work.
+            self.refresh_q0(paths);
+        } else {
+            self.max_base = self.measure_max_base_rtt(paths);
+            self.refresh_tau(paths);
+        }
+    }
+
     fn refresh_tau(&mut self, paths: &Paths) {
         // One network-wide tau_q makes every flow crossing a queue agree on when
         // it is too long (paper App. E, Proposition 1); a flow's own largest base
@@ -669,9 +683,7 @@ impl Arcc {
         }
         a.min_rtt = Some(longer);
         self.confirm_tries = 0;
-        self.base_rtts[path] = self.measure_base_rtt(path, paths);
-        self.max_base = self.measure_max_base_rtt(paths);
-        self.refresh_tau(paths);
+        self.remeasure_base_rtt(path, paths);
         // The path had room, and its window, sized for the shorter RTT while
         // it was taken for a queue, has shrunk: capacity probing takes it back
         // up ("when a path appears to have spare capacity", §4.2.2), on that
@@ -841,15 +853,7 @@ impl CongestionControl for Arcc {
                     Some(now + t.mul_f64(f64::from(2u32 << self.confirm_tries.min(6))));
                 self.confirm_tries += 1;
             }
-            let base = self.measure_base_rtt(ack.path, paths);
-            if std::mem::replace(&mut self.base_rtts[ack.path], base) == base {
-                // tau_q reads only the base RTTs (and settings that recompute it
-                // where they change): the same as before, without its float work.
-                self.refresh_q0(paths);
-            } else {
-                self.max_base = self.measure_max_base_rtt(paths);
-                self.refresh_tau(paths);
-            }
+            self.remeasure_base_rtt(ack.path, paths);
         }
         let tu = self.update_interval(self.base_rtt(ack.path));
         let a = &mut self.paths[ack.path];

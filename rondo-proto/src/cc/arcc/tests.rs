@@ -394,12 +394,8 @@ fn a_longer_base_rtt_is_taken_when_probes_confirm_it() {
         assert!(a.probes_path(now, 0) && !a.probes_path(now, 1));
         if let Some(us) = probe_rtt_us {
             for k in 1..=4 {
-                let probe = AckSample {
-                    probe: true,
-                    probe_rtt: Some(Duration::from_us(us)),
-                    ..AckSample::data(0, 0, false)
-                };
-                a.on_ack(now + Duration::from_us(k), &probe, &paths);
+                let at = now + Duration::from_us(k);
+                a.on_ack(at, &probe_ack(0, at - Duration::from_us(us), at), &paths);
             }
         }
         let now = now + Duration::from_us(5);
