@@ -78,7 +78,7 @@ impl Connection {
     /// `Event::SendComplete` follows when every packet is acknowledged.
     pub fn post(
         &mut self,
-        _now: Instant,
+        now: Instant,
         msg_id: u64,
         data: impl Into<Message>,
     ) -> Result<(), PostError> {
@@ -95,7 +95,9 @@ impl Connection {
                 max: self.max_message_len,
             });
         }
-        self.sender.get_mut().post(msg_id, data);
+        self.sender
+            .get_mut()
+            .post(now, msg_id, data, &mut self.events);
         Ok(())
     }
 

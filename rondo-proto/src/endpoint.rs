@@ -46,6 +46,9 @@ pub enum EndpointError {
         /// Flow MTU.
         mtu: usize,
     },
+    /// The endpoint holds as many connections as a `u32` counts.
+    #[error("this endpoint holds {0} connections, the most it can; close and forget some")]
+    TooManyConnections(usize),
 }
 
 /// Why a datagram was dropped (it is also counted in [`EndpointStats`]).
@@ -72,7 +75,9 @@ pub enum DatagramError {
 #[derive(Debug)]
 enum Slot {
     Open(Box<Connection>),
-    Closed(Closed),
+    /// Boxed, as an open connection is: a slot is two words, and the slots of
+    /// an endpoint with thousands of connections stay in few cache lines.
+    Closed(Box<Closed>),
     /// Forgotten: nothing is left.
     Vacant,
 }
@@ -114,8 +119,9 @@ impl Slot {
 pub struct Endpoint {
     buffer: SharedBuffer,
     conns: Vec<Slot>,
-    /// Local flow id to connection index.
-    by_flow: HashMap<u32, usize, reorder::FlowIdHash>,
+    /// Local flow id to connection index (a `u32`: eight bytes an entry, so
+    /// that a large endpoint's table stays in cache).
+    by_flow: HashMap<u32, u32, reorder::FlowIdHash>,
     next_poll: usize,
     stats: EndpointStats,
     schedule: Schedule,
@@ -178,6 +184,9 @@ impl Endpoint {
         if self.by_flow.contains_key(&local_flow) {
             return Err(EndpointError::FlowInUse(local_flow));
         }
+        let Ok(index) = u32::try_from(self.conns.len()) else {
+            return Err(EndpointError::TooManyConnections(self.conns.len()));
+        };
         let slot = self.buffer.slot_size();
         if slot < cfg.payload_per_packet() {
             return Err(EndpointError::SlotTooSmall { slot, mtu: cfg.mtu });
@@ -188,7 +197,7 @@ impl Endpoint {
         self.schedule.push();
         self.probing.grow(self.conns.len());
         let i = self.conns.len() - 1;
-        self.by_flow.insert(local_flow, i);
+        self.by_flow.insert(local_flow, index);
         self.touch(i);
         Ok(ConnectionHandle(i))
     }
@@ -247,7 +256,7 @@ impl Endpoint {
             .saturating_sub(conn.direct_ood(&self.buffer));
         let (closed, summary) = conn.close(&mut self.buffer);
         self.closed_spurious += summary.sender.spurious_retransmissions;
-        self.conns[h.0] = Slot::Closed(closed);
+        self.conns[h.0] = Slot::Closed(Box::new(closed));
         self.touch(h.0);
         Some(summary)
     }
@@ -414,7 +423,7 @@ impl Endpoint {
         // One connection is the common case: skip the hash.
         let found = match self.conns.as_slice() {
             [Slot::Open(only)] if only.local_flow() == flow => Some(0),
-            _ => self.by_flow.get(&flow).copied(),
+            _ => self.by_flow.get(&flow).map(|&i| i as usize),
         };
         let Some(i) = found else {
             self.stats.unknown_flow += 1;

@@ -182,7 +182,12 @@ mod tests {
             ..rc("rc-sr")
         };
         let mut s = Sender::new(&cfg, Instant::ZERO);
-        s.post(1, vec![0u8; 600 * cfg.payload_per_packet()].into());
+        s.post(
+            Instant::ZERO,
+            1,
+            vec![0u8; 600 * cfg.payload_per_packet()].into(),
+            &mut Default::default(),
+        );
         let n = std::iter::from_fn(|| send(&mut s, Instant::ZERO)).count();
         assert_eq!(n, 512);
         // PSN 0 acknowledged: PSN 512 may go, nothing more.

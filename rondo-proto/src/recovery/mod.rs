@@ -237,7 +237,12 @@ mod testing {
     /// A sender configured by `cfg` with `packets` packets posted and sent at 0.
     pub(super) fn sent(cfg: &FlowConfig, packets: usize) -> Sender {
         let mut s = Sender::new(cfg, Instant::ZERO);
-        s.post(1, vec![7u8; packets * cfg.payload_per_packet()].into());
+        s.post(
+            Instant::ZERO,
+            1,
+            vec![7u8; packets * cfg.payload_per_packet()].into(),
+            &mut Default::default(),
+        );
         for _ in 0..packets {
             send(&mut s, Instant::ZERO);
         }

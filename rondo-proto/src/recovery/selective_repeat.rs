@@ -243,7 +243,12 @@ mod tests {
                 ..one_path(EarlyRecovery::GapAndRtt)
             };
             let mut s = Sender::new(&cfg, Instant::ZERO);
-            s.post(1, vec![7u8; 10 * cfg.payload_per_packet()].into());
+            s.post(
+                Instant::ZERO,
+                1,
+                vec![7u8; 10 * cfg.payload_per_packet()].into(),
+                &mut Default::default(),
+            );
             for at in [0, 0, 0, 0, 0, 1, 1, 1, 1, 1] {
                 send(&mut s, Instant::from_us(at)).unwrap();
             }

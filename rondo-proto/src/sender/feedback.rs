@@ -24,6 +24,7 @@ impl Sender {
         blocks: impl Iterator<Item = AckBlock<'a>>,
         events: &mut VecDeque<Event>,
     ) -> bool {
+        self.catch_up(now, events);
         self.select_blocked = false;
         let c = &mut self.core;
         let path = fb.acked_path as usize;

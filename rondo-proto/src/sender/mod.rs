@@ -168,8 +168,15 @@ impl Sender {
         }
     }
 
-    /// Queues a message; PSNs are assigned now.
-    pub(crate) fn post(&mut self, msg_id: u64, data: Message) {
+    /// Queues a message at `now`; PSNs are assigned now.
+    pub(crate) fn post(
+        &mut self,
+        now: Instant,
+        msg_id: u64,
+        data: Message,
+        events: &mut VecDeque<Event>,
+    ) {
+        self.catch_up(now, events);
         self.select_blocked = false;
         let c = &mut self.core;
         let packets = (data.len() as u64).div_ceil(c.payload);

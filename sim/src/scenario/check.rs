@@ -817,6 +817,9 @@ impl TransportSpec {
         if let Some(x) = self.scheduler_ahead {
             c.scheduler_ahead = x;
         }
+        // The simulator runs timers on time (host stalls turn it off again:
+        // `Simulator::flow_config_template`).
+        c.timers_on_time = self.timers_on_time.unwrap_or(true);
         if self.ack_coalesce_packets.is_some() || self.ack_coalesce_us.is_some() {
             let mut a = c.ack_coalescing();
             if let Some(n) = self.ack_coalesce_packets {

@@ -368,6 +368,13 @@ pub struct TransportSpec {
     /// The packet scheduler corrects each path's delay by the packets in
     /// flight on it now (default true; `rondo_proto::FlowConfig::scheduler_ahead`).
     pub scheduler_ahead: Option<bool>,
+    /// A flow with nothing to send runs its controller's timers at its next
+    /// event, each at its own time, instead of waking for each (default true:
+    /// the simulator runs timers on time; off under `host.stall_*`, where
+    /// hosts run them late; `rondo_proto::FlowConfig::timers_on_time`). The
+    /// reports are the same either way; only `sim.events` and the run time
+    /// change.
+    pub timers_on_time: Option<bool>,
     /// Whether a "reorder buffer full" NAK holds new data within the
     /// receiver-limited span (default: the transport's choice,
     /// `rondo_proto::Transport::receiver_span`).
@@ -481,6 +488,7 @@ impl Default for TransportSpec {
             delay_stable_tolerance_us: None,
             scheduler_start_gap_us: None,
             scheduler_ahead: None,
+            timers_on_time: None,
             receiver_span: None,
             receiver_span_step: None,
             ack_coalesce_packets: None,

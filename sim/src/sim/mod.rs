@@ -518,6 +518,8 @@ impl Simulator {
         cfg.mtu = self.cfg.mtu;
         cfg.line_rate_bps = self.fabric.links[self.fabric.nic[spec.src] as usize].bps;
         cfg.seed = mix(self.cfg.seed ^ mix(index as u64));
+        // A stalled host runs its timers late, at its resume.
+        cfg.timers_on_time &= self.cfg.host_stalls.is_none();
         cfg
     }
 }
