@@ -19,7 +19,7 @@ impl Sender {
         }
         // With nothing to send, the controller's deadlines wake nobody: they
         // run later, each at its own time (`catch_up`).
-        let mut t = if c.has_data() || !c.cfg.timers_on_time {
+        let mut t = if !c.cfg.timers_on_time || c.has_data() {
             self.cc.poll_timeout().unwrap_or(Instant::MAX)
         } else {
             Instant::MAX
@@ -100,7 +100,7 @@ impl Sender {
     /// `FlowConfig::timers_on_time` says the driver is punctual; a timer due
     /// exactly at `now` runs before what arrives at `now`.
     pub(crate) fn catch_up(&mut self, now: Instant, events: &mut VecDeque<Event>) {
-        if self.core.has_data() || !self.core.cfg.timers_on_time {
+        if !self.core.cfg.timers_on_time || self.core.has_data() {
             // Then `poll_timeout` had them: nothing was left for later.
             return;
         }
