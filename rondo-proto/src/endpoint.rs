@@ -196,7 +196,7 @@ impl Endpoint {
         self.conns.push(Slot::Open(Box::new(conn)));
         self.schedule.push();
         self.probing.grow(self.conns.len());
-        let i = self.conns.len() - 1;
+        let i = index as usize;
         self.by_flow.insert(local_flow, index);
         self.touch(i);
         Ok(ConnectionHandle(i))
@@ -416,6 +416,11 @@ impl Endpoint {
         Ok(())
     }
 
+    /// The index of the connection (open or closed) with local flow id `flow`.
+    fn flow_index(&self, flow: u32) -> Option<usize> {
+        self.by_flow.get(&flow).map(|&i| i as usize)
+    }
+
     /// The connection index of a parsed datagram, after the flow and token checks.
     fn check_flow(&mut self, repr: &wire::Repr, header: &[u8]) -> Result<usize, DatagramError> {
         self.flush();
@@ -423,7 +428,7 @@ impl Endpoint {
         // One connection is the common case: skip the hash.
         let found = match self.conns.as_slice() {
             [Slot::Open(only)] if only.local_flow() == flow => Some(0),
-            _ => self.by_flow.get(&flow).map(|&i| i as usize),
+            _ => self.flow_index(flow),
         };
         let Some(i) = found else {
             self.stats.unknown_flow += 1;

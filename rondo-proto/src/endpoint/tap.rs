@@ -58,7 +58,7 @@ impl Endpoint {
                 Ok(wire::PacketType::Ack | wire::PacketType::Nak)
             )
         });
-        let conn = packet.and_then(|p| self.by_flow.get(&p.flow()).map(|&i| i as usize));
+        let conn = packet.and_then(|p| self.flow_index(p.flow()));
         let rb = &self.buffer;
         let before = conn.and_then(|i| self.conns[i].open()).map(|c| {
             (!feedback).then(|| {

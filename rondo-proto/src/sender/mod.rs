@@ -243,6 +243,15 @@ impl Core {
         self.paths.down() > 0 && !self.messages.is_empty()
     }
 
+    /// Whether the congestion controller's deadlines wait for the sender's
+    /// next event instead of waking it (`FlowConfig::timers_on_time`, with
+    /// nothing to send; `Sender::catch_up`). The flag first: it is off on
+    /// sockets and NICs, and `has_data` costs more.
+    #[inline]
+    fn ticks_deferred(&self) -> bool {
+        self.cfg.timers_on_time && !self.has_data()
+    }
+
     fn has_data(&self) -> bool {
         !self.retx.is_empty() || self.new_data_allowed()
     }

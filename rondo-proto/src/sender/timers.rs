@@ -19,10 +19,10 @@ impl Sender {
         }
         // With nothing to send, the controller's deadlines wake nobody: they
         // run later, each at its own time (`catch_up`).
-        let mut t = if !c.cfg.timers_on_time || c.has_data() {
-            self.cc.poll_timeout().unwrap_or(Instant::MAX)
-        } else {
+        let mut t = if c.ticks_deferred() {
             Instant::MAX
+        } else {
+            self.cc.poll_timeout().unwrap_or(Instant::MAX)
         };
         if c.probes_down_paths() {
             for (p, status) in c.paths.iter().zip(c.paths.statuses()) {
@@ -100,20 +100,16 @@ impl Sender {
     /// `FlowConfig::timers_on_time` says the driver is punctual; a timer due
     /// exactly at `now` runs before what arrives at `now`.
     pub(crate) fn catch_up(&mut self, now: Instant, events: &mut VecDeque<Event>) {
-        if !self.core.cfg.timers_on_time || self.core.has_data() {
-            // Then `poll_timeout` had them: nothing was left for later.
-            return;
-        }
-        while let Some(t) = self.cc.poll_timeout().filter(|&t| t <= now) {
+        // Otherwise `poll_timeout` had them: nothing was left for later. A
+        // timer's verdict that queues a retransmission ends the deferral too.
+        while self.core.ticks_deferred() {
+            let Some(t) = self.cc.poll_timeout().filter(|&t| t <= now) else {
+                break;
+            };
             self.run_timers(t, events);
             if self.cc.poll_timeout().is_some_and(|next| next <= t) {
                 // A controller that keeps asking for the same moment: the
                 // timer at `now` runs it (as a wake-up at `t` would have).
-                break;
-            }
-            if self.core.has_data() {
-                // A timer's verdict queued a retransmission: from here on the
-                // deadlines wake the sender again.
                 break;
             }
         }
