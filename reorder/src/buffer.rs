@@ -2,7 +2,7 @@
 //! [`Arena`], shared by all flows, with OOD and RBO accounting (DESIGN.md, Metrics).
 
 use crate::{HugePages, Psn, ReorderError, SlotMemory};
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 
 /// How a [`ReorderBuffer`] is sized.
@@ -37,10 +37,45 @@ impl Default for BufferConfig {
 /// slots the buffer has.
 const MIN_RING: usize = 256;
 
-/// Names a flow of a [`ReorderBuffer`]; ids are not reused after
-/// [`ReorderBuffer::remove_flow`] (until the 32-bit counter wraps).
+/// Names a flow of a [`ReorderBuffer`]: its place in the buffer's table of
+/// flows (the low 32 bits) and how many flows that place held before it (the
+/// high 32 bits). An id is not reused after [`ReorderBuffer::remove_flow`]
+/// (until one place has held 2^32 flows), and a lookup is an index and a
+/// compare: no hash, and an address known before anything is read
+/// ([`ReorderBuffer::prefetch_flow`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct FlowId(pub u32);
+pub struct FlowId(pub u64);
+
+impl FlowId {
+    /// The flow's place in its buffer's table.
+    pub fn place(self) -> u32 {
+        self.0 as u32
+    }
+
+    /// The flows that place held before this one.
+    fn generation(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+
+    fn new(place: u32, generation: u32) -> FlowId {
+        FlowId(u64::from(generation) << 32 | u64::from(place))
+    }
+}
+
+/// The flow `flow` names in `flows` (a function of the table alone, so that
+/// the buffer's other fields stay usable beside it).
+fn flow_mut<M>(flows: &mut [Place<M>], flow: FlowId) -> Result<&mut Flow<M>, ReorderError> {
+    match flows.get_mut(flow.place() as usize) {
+        Some(Place { id, flow: Some(f) }) if *id == flow => Ok(f),
+        _ => Err(ReorderError::UnknownFlow(flow)),
+    }
+}
+
+/// One place of the table of flows: the id of the flow it holds or held last.
+struct Place<M> {
+    id: FlowId,
+    flow: Option<Flow<M>>,
+}
 
 /// What [`ReorderBuffer::arrive`] did with a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,8 +271,13 @@ pub struct ReorderBuffer<M: Copy> {
     max_distance: u32,
     /// Distances from `expected` that a flow's ring covers.
     ring_len: usize,
-    flows: HashMap<FlowId, Flow<M>, FlowIdHash>,
-    next_flow: u32,
+    /// The flows by [`FlowId::place`].
+    flows: Vec<Place<M>>,
+    /// Places whose flow was removed, the longest vacant first (so that a
+    /// place's generation grows as slowly as the churn allows).
+    vacant: VecDeque<u32>,
+    /// Flows held.
+    live: usize,
     nic_ood: u64,
     stats: BufferStats,
 }
@@ -284,8 +324,9 @@ impl<M: Copy> ReorderBuffer<M> {
             peak_used: 0,
             max_distance,
             ring_len: capacity.max(MIN_RING).min(max_distance as usize),
-            flows: HashMap::default(),
-            next_flow: 0,
+            flows: Vec::new(),
+            vacant: VecDeque::new(),
+            live: 0,
             nic_ood: 0,
             stats: BufferStats::default(),
         })
@@ -311,11 +352,22 @@ impl<M: Copy> ReorderBuffer<M> {
 
     /// Starts a flow whose first expected PSN is `first_expected`.
     pub fn add_flow(&mut self, first_expected: Psn) -> FlowId {
-        while self.flows.contains_key(&FlowId(self.next_flow)) {
-            self.next_flow = self.next_flow.wrapping_add(1);
-        }
-        let id = FlowId(self.next_flow);
-        self.next_flow = self.next_flow.wrapping_add(1);
+        let id = match self.vacant.pop_front() {
+            Some(place) => {
+                let last = self.flows[place as usize].id;
+                FlowId::new(place, last.generation().wrapping_add(1))
+            }
+            None => {
+                // A place per flow held at once: 2^32 of them would be hundreds
+                // of gigabytes of flow state before the index could wrap.
+                let place = self.flows.len() as u32;
+                self.flows.push(Place {
+                    id: FlowId::new(place, 0),
+                    flow: None,
+                });
+                FlowId::new(place, 0)
+            }
+        };
         let flow = Flow {
             expected: first_expected,
             highest: None,
@@ -325,21 +377,45 @@ impl<M: Copy> ReorderBuffer<M> {
             rbo: 0,
             stats: FlowStats::default(),
         };
-        self.flows.insert(id, flow);
+        self.flows[id.place() as usize] = Place {
+            id,
+            flow: Some(flow),
+        };
+        self.live += 1;
         id
     }
 
     /// Ends a flow and frees the slots it holds; an unknown flow is ignored.
     pub fn remove_flow(&mut self, flow: FlowId) {
-        if let Some(f) = self.flows.remove(&flow) {
+        let Some(place) = self.flows.get_mut(flow.place() as usize) else {
+            return;
+        };
+        if place.id != flow {
+            return;
+        }
+        if let Some(f) = place.flow.take() {
             self.nic_ood -= u64::from(f.ood());
             self.free.extend(f.held.iter().flatten().map(|h| h.slot));
             self.free.extend(f.far.values().map(|h| h.slot));
+            self.vacant.push_back(flow.place());
+            self.live -= 1;
+        }
+    }
+
+    /// Asks for the cache line of the state of the flow at `place`
+    /// ([`FlowId::place`]), which its next arrival reads first
+    /// ([`crate::prefetch`]); reads nothing but the table's address.
+    pub fn prefetch_place(&self, place: u32) {
+        if let Some(p) = self.flows.get(place as usize) {
+            crate::prefetch(p);
         }
     }
 
     fn flow(&self, flow: FlowId) -> Result<&Flow<M>, ReorderError> {
-        self.flows.get(&flow).ok_or(ReorderError::UnknownFlow(flow))
+        match self.flows.get(flow.place() as usize) {
+            Some(Place { id, flow: Some(f) }) if *id == flow => Ok(f),
+            _ => Err(ReorderError::UnknownFlow(flow)),
+        }
     }
 
     /// The next expected PSN: the flow's cumulative ACK.
@@ -376,10 +452,7 @@ impl<M: Copy> ReorderBuffer<M> {
         meta: M,
         payload: &[u8],
     ) -> Result<Arrival, ReorderError> {
-        let f = self
-            .flows
-            .get_mut(&flow)
-            .ok_or(ReorderError::UnknownFlow(flow))?;
+        let f = flow_mut(&mut self.flows, flow)?;
         if payload.len() > self.slot_size {
             return Err(ReorderError::PayloadTooLarge {
                 len: payload.len(),
@@ -447,10 +520,7 @@ impl<M: Copy> ReorderBuffer<M> {
         flow: FlowId,
         f: impl FnOnce(Psn, M, &[u8]) -> R,
     ) -> Result<Option<R>, ReorderError> {
-        let fl = self
-            .flows
-            .get_mut(&flow)
-            .ok_or(ReorderError::UnknownFlow(flow))?;
+        let fl = flow_mut(&mut self.flows, flow)?;
         let Some(&Some(held)) = fl.held.front() else {
             return Ok(None);
         };
@@ -513,7 +583,7 @@ impl<M: Copy> fmt::Debug for ReorderBuffer<M> {
             .field("slot_size", &self.slot_size)
             .field("capacity_slots", &self.capacity)
             .field("used_slots", &self.used_slots())
-            .field("flows", &self.flows.len())
+            .field("flows", &self.live)
             .field("nic_ood", &self.nic_ood)
             .finish_non_exhaustive()
     }

@@ -39,6 +39,7 @@ mod error;
 #[cfg(feature = "arena")]
 pub mod landing;
 mod memory;
+mod prefetch;
 pub mod psn;
 
 #[cfg(feature = "arena")]
@@ -49,4 +50,5 @@ pub use buffer::{
 };
 pub use error::ReorderError;
 pub use memory::{HugePages, SlotMemory};
+pub use prefetch::prefetch;
 pub use psn::Psn;

@@ -262,3 +262,52 @@ fn default_config_is_1200_kb_of_1500_byte_slots() {
     assert!(buf.memory().bytes().len() >= 1_228_800);
     assert_eq!(buf.slot_size(), 1500);
 }
+
+/// A flow's id names its place in the buffer's table and that place's
+/// generation: a removed flow's place is taken again (the table stays as large
+/// as the flows held at once), under a new id, and every old or forged id stays
+/// unknown, whatever the churn.
+#[test]
+fn places_are_reused_under_new_ids() {
+    let mut buf = buffer(4);
+    let keep = buf.add_flow(Psn(0));
+    let mut retired = Vec::new();
+    let mut places = std::collections::HashSet::new();
+    for round in 0..1000u32 {
+        let a = buf.add_flow(Psn(round));
+        let b = buf.add_flow(Psn(round));
+        assert_ne!(a, b);
+        assert_eq!(buf.expected(a).unwrap(), Psn(round));
+        places.insert(a.place());
+        places.insert(b.place());
+        buf.remove_flow(a);
+        buf.remove_flow(b);
+        retired.extend([a, b]);
+    }
+    assert!(places.len() <= 3, "places used: {}", places.len());
+    let fresh = buf.add_flow(Psn(7));
+    for old in &retired {
+        assert_ne!(*old, fresh);
+        assert!(matches!(
+            buf.expected(*old),
+            Err(ReorderError::UnknownFlow(f)) if f == *old
+        ));
+        buf.remove_flow(*old); // ignored: it names a flow no longer held
+    }
+    assert_eq!(buf.expected(fresh).unwrap(), Psn(7));
+    assert_eq!(buf.expected(keep).unwrap(), Psn(0));
+    for forged in [
+        FlowId(u64::MAX),
+        FlowId(1 << 40 | u64::from(keep.place())),
+        FlowId(99),
+    ] {
+        assert!(matches!(
+            buf.expected(forged),
+            Err(ReorderError::UnknownFlow(_))
+        ));
+        assert!(buf.arrive(forged, Psn(0), 0, &[]).is_err());
+        buf.remove_flow(forged);
+        buf.prefetch_place(forged.place());
+    }
+    assert_eq!(buf.expected(keep).unwrap(), Psn(0));
+}

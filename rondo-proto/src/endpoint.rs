@@ -74,7 +74,11 @@ pub enum DatagramError {
 /// tombstone that answers late duplicates.
 #[derive(Debug)]
 enum Slot {
-    Open(Box<Connection>),
+    /// With its flow's place in the shared reorder buffer
+    /// ([`reorder::FlowId::place`]), beside the pointer (the slot stays two
+    /// words): reading ahead of an arrival asks for that flow's state without
+    /// reading the connection first ([`Endpoint::prefetch_connection`]).
+    Open(Box<Connection>, u32),
     /// Boxed, as an open connection is: a slot is two words, and the slots of
     /// an endpoint with thousands of connections stay in few cache lines.
     Closed(Box<Closed>),
@@ -85,21 +89,30 @@ enum Slot {
 impl Slot {
     fn open(&self) -> Option<&Connection> {
         match self {
-            Slot::Open(c) => Some(c),
+            Slot::Open(c, _) => Some(c),
             _ => None,
         }
     }
 
     fn open_mut(&mut self) -> Option<&mut Connection> {
         match self {
-            Slot::Open(c) => Some(c),
+            Slot::Open(c, _) => Some(c),
             _ => None,
+        }
+    }
+
+    /// The local flow id of an open or closed connection.
+    fn local_flow(&self) -> Option<u32> {
+        match self {
+            Slot::Open(c, _) => Some(c.local_flow()),
+            Slot::Closed(c) => Some(c.local_flow()),
+            Slot::Vacant => None,
         }
     }
 
     fn token(&self) -> Option<u64> {
         match self {
-            Slot::Open(c) => c.token(),
+            Slot::Open(c, _) => c.token(),
             Slot::Closed(c) => c.token(),
             Slot::Vacant => None,
         }
@@ -107,7 +120,7 @@ impl Slot {
 
     fn poll_timeout(&self) -> Option<Instant> {
         match self {
-            Slot::Open(c) => c.poll_timeout(),
+            Slot::Open(c, _) => c.poll_timeout(),
             Slot::Closed(c) => c.poll_timeout(),
             Slot::Vacant => None,
         }
@@ -146,6 +159,9 @@ pub struct Endpoint {
     /// leaves when next asked), and the round-robin cursor over them.
     probing: schedule::IndexSet,
     next_probe: usize,
+    /// The connection a driver says the datagram being handled is for
+    /// ([`Endpoint::handle_datagram_for`]), tried before the flow table.
+    hint: Option<usize>,
 }
 
 impl Endpoint {
@@ -168,6 +184,7 @@ impl Endpoint {
             line_next: Instant::ZERO,
             probing: schedule::IndexSet::default(),
             next_probe: 0,
+            hint: None,
         }
     }
 
@@ -193,7 +210,7 @@ impl Endpoint {
         }
         let rx = self.buffer.add_flow(reorder::Psn(cfg.initial_psn));
         let conn = Connection::new(now, local_flow, remote_flow, cfg, rx)?;
-        self.conns.push(Slot::Open(Box::new(conn)));
+        self.conns.push(Slot::Open(Box::new(conn), rx.place()));
         self.schedule.push();
         self.probing.grow(self.conns.len());
         let i = index as usize;
@@ -248,7 +265,7 @@ impl Endpoint {
         self.flush();
         let slot = self.conns.get_mut(h.0)?;
         slot.open()?;
-        let Slot::Open(conn) = std::mem::replace(slot, Slot::Vacant) else {
+        let Slot::Open(conn, _) = std::mem::replace(slot, Slot::Vacant) else {
             return None;
         };
         self.direct_ood = self
@@ -328,6 +345,45 @@ impl Endpoint {
         &self.buffer
     }
 
+    /// [`Host::handle_datagram`] for a datagram that the driver has already
+    /// matched to connection `h`, as a NIC's steering matches the destination
+    /// QP: `h`'s slot is tried before the flow table, whose lookup in an
+    /// endpoint with thousands of connections is a cache miss or two. Nothing
+    /// is trusted: `h` is taken only when its flow id is the datagram's, and
+    /// the datagram is handled exactly as `handle_datagram` would handle it.
+    pub fn handle_datagram_for(
+        &mut self,
+        h: ConnectionHandle,
+        now: Instant,
+        path: u16,
+        data: &[u8],
+        ecn_ce: bool,
+    ) {
+        self.hint = Some(h.0);
+        self.handle_datagram(now, path, data, ecn_ce);
+        self.hint = None;
+    }
+
+    /// Asks for the cache line of connection `h`'s slot, which a datagram for
+    /// it reads first ([`reorder::prefetch`]; nothing is read or changed). A
+    /// driver that knows what comes next (the simulator reads its agenda ahead)
+    /// calls it an event or two before; then [`Endpoint::prefetch_connection`].
+    pub fn prefetch_slot(&self, h: ConnectionHandle) {
+        if let Some(slot) = self.conns.get(h.0) {
+            reorder::prefetch(slot);
+        }
+    }
+
+    /// Asks for the cache lines of connection `h` that a datagram for it reads
+    /// first (its flow id, token and receiver counters). Reads the slot (which
+    /// [`Endpoint::prefetch_slot`] brought in) and changes nothing.
+    pub fn prefetch_connection(&self, h: ConnectionHandle) {
+        if let Some(Slot::Open(c, rx)) = self.conns.get(h.0) {
+            c.prefetch();
+            self.buffer.prefetch_place(*rx);
+        }
+    }
+
     /// Datagrams this endpoint could not use.
     pub fn stats(&self) -> EndpointStats {
         self.stats
@@ -354,7 +410,9 @@ impl Endpoint {
         let i = self.check_flow(&repr, datagram)?;
         let _ = path; // the header's path id is authoritative; the datapath's is advisory
         match &mut self.conns[i] {
-            Slot::Open(c) => c.handle_repr(now, &mut self.buffer, &repr, datagram, payload, ecn_ce),
+            Slot::Open(c, _) => {
+                c.handle_repr(now, &mut self.buffer, &repr, datagram, payload, ecn_ce)
+            }
             Slot::Closed(c) => {
                 if !c.handle_repr(now, &repr, ecn_ce) {
                     self.stats.unknown_flow += 1;
@@ -404,7 +462,7 @@ impl Endpoint {
         };
         let i = self.check_flow(&repr, header)?;
         match &mut self.conns[i] {
-            Slot::Open(c) => c.handle_in_place(now, &mut self.buffer, &repr, header, ecn_ce),
+            Slot::Open(c, _) => c.handle_in_place(now, &mut self.buffer, &repr, header, ecn_ce),
             Slot::Closed(c) => {
                 if !c.handle_repr(now, &repr, ecn_ce) {
                     self.stats.unknown_flow += 1;
@@ -416,8 +474,15 @@ impl Endpoint {
         Ok(())
     }
 
-    /// The index of the connection (open or closed) with local flow id `flow`.
+    /// The index of the connection (open or closed) with local flow id `flow`:
+    /// the driver's hint when that slot has this flow id (a slot's id is unique
+    /// among the table's, so the answer is the table's), else the table's.
     fn flow_index(&self, flow: u32) -> Option<usize> {
+        if let Some(i) = self.hint {
+            if self.conns.get(i).and_then(Slot::local_flow) == Some(flow) {
+                return Some(i);
+            }
+        }
         self.by_flow.get(&flow).map(|&i| i as usize)
     }
 
@@ -427,7 +492,7 @@ impl Endpoint {
         let flow = repr.common.flow;
         // One connection is the common case: skip the hash.
         let found = match self.conns.as_slice() {
-            [Slot::Open(only)] if only.local_flow() == flow => Some(0),
+            [Slot::Open(only, _)] if only.local_flow() == flow => Some(0),
             _ => self.flow_index(flow),
         };
         let Some(i) = found else {
@@ -565,7 +630,7 @@ fn transmit_from<B: TxBuffer + ?Sized>(
     data: &mut Option<(u32, bool)>,
 ) -> Option<Transmit> {
     let mut t = match slot {
-        Slot::Open(c) => {
+        Slot::Open(c, _) => {
             let t = match c.poll_transmit(now, tx) {
                 Some(t) => {
                     *data = c.last_data_sent();
@@ -603,7 +668,7 @@ impl Host for Endpoint {
             // A connection woken for its send time alone keeps its deadline:
             // `poll_transmit` serves it (a paced sender's every packet).
             let ran = match &mut self.conns[i] {
-                Slot::Open(c) => c.run_timers(now),
+                Slot::Open(c, _) => c.run_timers(now),
                 _ => true,
             };
             if ran {

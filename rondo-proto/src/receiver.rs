@@ -73,6 +73,12 @@ pub(crate) struct Receiver {
 }
 
 impl Receiver {
+    /// Asks for the cache lines of the counters an arrival updates.
+    pub(crate) fn prefetch(&self) {
+        reorder::prefetch(&self.stats);
+        reorder::prefetch(&self.policy);
+    }
+
     pub(crate) fn new(
         flow: FlowId,
         policy: ReceiverPolicy,

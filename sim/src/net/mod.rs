@@ -31,7 +31,14 @@ pub(crate) struct Meta {
     pub ingress: u32,
     /// ECMP key: a hash of source, destination, local flow id and path id.
     pub key: u64,
+    /// The receiving connection's handle at `dst` (`fabric::NONE` when not
+    /// known), in what was padding: the simulator reads ahead of a delivery
+    /// with it (`Simulator::read_ahead`) and the endpoint tries it first.
+    pub conn: u32,
 }
+
+// A descriptor stays 32 bytes: two to a cache line in every queue and wire.
+const _: () = assert!(std::mem::size_of::<Meta>() == 32);
 
 /// Something that wakes up at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,6 +301,17 @@ impl Agenda {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// The event `k` places after the next (`0`: the next), when it is already
+    /// in the sorted run that pops next (no bucket is redistributed to find
+    /// it): what the simulator reads ahead of. A later push may still come
+    /// before it.
+    #[inline]
+    pub fn upcoming(&self, k: usize) -> Option<Ev> {
+        self.buckets[0]
+            .get(self.head + k)
+            .map(|&(_, ev)| Ev::unpack(ev))
     }
 }
 

@@ -243,6 +243,14 @@ impl Slab {
         &self.rx[..len]
     }
 
+    /// Asks for the cache line of datagram `i`'s slot ([`reorder::prefetch`]),
+    /// which its arrival reads.
+    pub fn prefetch(&self, i: u32) {
+        if (i as usize) < self.small.chunks.len() * CHUNK {
+            reorder::prefetch(self.small.get(i));
+        }
+    }
+
     pub fn free(&mut self, i: u32) {
         if self.small.get(i).kept() > SMALL {
             self.large.free(self.held[i as usize].large);
@@ -277,6 +285,16 @@ impl Slab {
 
     fn kept(&self, i: u32) -> &[u8] {
         kept(&self.small, &self.large, &self.held, i)
+    }
+
+    /// The first `N` bytes of datagram `i`, zeros where it is shorter (what
+    /// [`Slab::datagram`] would give, without the copy of the rest).
+    pub fn head<const N: usize>(&self, i: u32) -> [u8; N] {
+        let mut out = [0u8; N];
+        let kept = self.kept(i);
+        let n = kept.len().min(N);
+        out[..n].copy_from_slice(&kept[..n]);
+        out
     }
 }
 

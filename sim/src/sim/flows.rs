@@ -776,10 +776,10 @@ impl Simulator {
     ) {
         let f = (t.flow / 2) as usize;
         let sender = t.flow % 2 == 0;
-        let dst = match self.flows.get(f) {
-            Some(fl) if sender => fl.dst as u32,
-            Some(fl) => fl.src as u32,
-            None => NONE,
+        let (dst, conn) = match self.flows.get(f) {
+            Some(fl) if sender => (fl.dst as u32, fl.h_dst.0 as u32),
+            Some(fl) => (fl.src as u32, fl.h_src.0 as u32),
+            None => (NONE, NONE),
         };
         if dst == NONE || t.len > self.cfg.mtu || t.len == 0 {
             self.counters.drop_no_route += 1;
@@ -808,6 +808,7 @@ impl Simulator {
             dst,
             ingress: NONE,
             key,
+            conn,
         };
         let nic = self.fabric.nic[host as usize];
         if self.ports[nic as usize].failed {
@@ -919,7 +920,19 @@ impl Simulator {
             });
         }
         let bytes = self.slab.datagram(m.slot, usize::from(m.len));
-        self.hosts[hi].ep.handle_datagram(now, m.path, bytes, m.ce);
+        // The connection the sender addressed, as a NIC's steering finds a QP:
+        // the endpoint checks it and skips its flow table, whose lookup in a
+        // host with hundreds of connections is a cache miss or two.
+        match m.conn {
+            NONE => self.hosts[hi].ep.handle_datagram(now, m.path, bytes, m.ce),
+            c => self.hosts[hi].ep.handle_datagram_for(
+                ConnectionHandle(c as usize),
+                now,
+                m.path,
+                bytes,
+                m.ce,
+            ),
+        }
         let mut thrown_away = false;
         // What the receiving endpoint reports: NIC-level OOD and RBO just before
         // this packet, whether it was new data, what it delivered, and to whom.

@@ -201,6 +201,7 @@ impl Simulator {
             dst: dst as u32,
             ingress: NONE,
             key: self.packet_key(src as u32, dst as u32, u32::MAX, path),
+            conn: NONE,
         };
         let nic = self.fabric.nic[src];
         if self.ports[nic as usize].failed {

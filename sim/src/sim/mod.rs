@@ -402,6 +402,7 @@ impl Simulator {
             };
             self.now = self.now.max(at);
             self.events += 1;
+            self.read_ahead();
             self.dispatch(ev);
             if self.events & 0xFFFF == 0 {
                 progress(&self.progress());
@@ -421,6 +422,82 @@ impl Simulator {
             flows_completed: self.finite_total - self.finite_open,
             flows_finite: self.finite_total,
         }
+    }
+
+    /// Asks for the cache lines that the next three events will read first
+    /// ([`reorder::prefetch`]), while the event before them runs: in a run with
+    /// thousands of links and connections, a delivery's chain of cold reads
+    /// (the link, its next packet's slot in the slab, the receiving
+    /// connection's slot, then the connection, its flow's state in the reorder
+    /// buffer and the simulator's record of the flow) was most of its time. A
+    /// step reads what the step one event earlier asked for, so that the
+    /// reading ahead waits for memory as little as it can; nothing changes.
+    /// (Four steps, one event apart each, were no faster.)
+    #[inline]
+    fn read_ahead(&self) {
+        // Three events ahead: the link's lines (addresses only, nothing read).
+        match self.agenda.upcoming(2) {
+            Some(Ev::Arrive(p)) => {
+                if let Some(port) = self.ports.get(p as usize) {
+                    reorder::prefetch(&port.to);
+                    reorder::prefetch(&port.wire);
+                }
+            }
+            Some(Ev::TxDone(p)) => {
+                if let Some(port) = self.ports.get(p as usize) {
+                    reorder::prefetch(&port.to);
+                    reorder::prefetch(&port.queues);
+                }
+            }
+            _ => {}
+        }
+        // Two ahead: what the link's lines name (its queues' next entries;
+        // for a delivery, the packet's slot and the receiving connection's).
+        match self.agenda.upcoming(1) {
+            Some(Ev::Arrive(p)) => {
+                if let Some(port) = self.ports.get(p as usize) {
+                    port.wire.prefetch_next();
+                    if let Some((h, m)) = self.delivery(port) {
+                        self.slab.prefetch(m.slot);
+                        h.ep.prefetch_slot(rondo_proto::ConnectionHandle(m.conn as usize));
+                    }
+                }
+            }
+            Some(Ev::TxDone(p)) => {
+                if let Some(port) = self.ports.get(p as usize) {
+                    for q in &port.queues {
+                        q.prefetch_next();
+                    }
+                }
+            }
+            _ => {}
+        }
+        // The next: the receiving connection, its flow's reorder state, and
+        // the simulator's record of the flow (its id is in the packet's header).
+        if let Some(Ev::Arrive(p)) = self.agenda.upcoming(0) {
+            if let Some((h, m)) = self
+                .ports
+                .get(p as usize)
+                .and_then(|port| self.delivery(port))
+            {
+                h.ep.prefetch_connection(rondo_proto::ConnectionHandle(m.conn as usize));
+                let head = self
+                    .slab
+                    .head::<{ rondo_proto::wire::COMMON_HEADER_LEN }>(m.slot);
+                let local = rondo_proto::wire::Packet::new_unchecked(&head[..]).flow();
+                if let Some(fl) = self.flows.get((local / 2) as usize) {
+                    reorder::prefetch(fl);
+                }
+            }
+        }
+    }
+
+    /// The host that link `port` delivers to and the packet it delivers next,
+    /// when it leads to a host.
+    #[inline]
+    fn delivery(&self, port: &Port) -> Option<(&HostState, crate::net::Meta)> {
+        let &(_, m) = port.wire.front()?;
+        Some((self.hosts.get(port.to as usize)?, m))
     }
 
     fn dispatch(&mut self, ev: Ev) {
