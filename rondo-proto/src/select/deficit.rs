@@ -35,6 +35,76 @@ fn sum(open: &[f64]) -> f64 {
     (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + rest
 }
 
+/// Up to this many paths one pass with a branch per path picks fastest; above,
+/// four branchless lanes ([`grow_lanes`]; `cargo bench -p rondo-benches --bench
+/// selection`, path plus packet selection at skip 0: the lanes took 24 / 41 / 84
+/// ns at P = 4 / 16 / 64, the scan 18 / 36 / 112; docs/perf.md).
+const SCAN_PATHS: usize = 16;
+
+/// Adds every open path's share `open[p] * inv` to its deficit and returns the
+/// first open path with the largest deficit (a closed path, `open[p] <= 0`, is
+/// left alone and never picked).
+fn grow_scan(open: &[f64], deficit: &mut [f64], inv: f64) -> Option<usize> {
+    let mut best = None;
+    let mut best_z = f64::NEG_INFINITY;
+    for (p, (&o, z)) in open.iter().zip(deficit.iter_mut()).enumerate() {
+        if o <= 0.0 {
+            continue;
+        }
+        *z += o * inv;
+        if *z > best_z {
+            best_z = *z;
+            best = Some(p);
+        }
+    }
+    best
+}
+
+/// [`grow_scan`] without a branch per path, for many paths: lane k takes paths
+/// k, k + 4, ..., keeping its largest deficit of an open path and the first path
+/// that had it; the lanes' answers are merged, the lower path winning a tie, so
+/// the pick and every deficit are the scan's, bit for bit
+/// (`tests::the_lanes_pick_as_the_scan`; a deficit is never -0, so adding 0 for
+/// a closed path changes nothing; a NaN window, which the scan would add, is
+/// taken as closed).
+fn grow_lanes(open: &[f64], deficit: &mut [f64], inv: f64) -> Option<usize> {
+    let n = open.len().min(deficit.len());
+    let (open, deficit) = (&open[..n], &mut deficit[..n]);
+    let mut top = [f64::NEG_INFINITY; 4];
+    let mut at = [usize::MAX; 4];
+    let mut os = open.chunks_exact(4);
+    let mut zs = deficit.chunks_exact_mut(4);
+    let mut base = 0;
+    for (oc, zc) in (&mut os).zip(&mut zs) {
+        for k in 0..4 {
+            lane(&mut top[k], &mut at[k], base + k, oc[k], &mut zc[k], inv);
+        }
+        base += 4;
+    }
+    for (k, (&o, z)) in os.remainder().iter().zip(zs.into_remainder()).enumerate() {
+        lane(&mut top[k], &mut at[k], base + k, o, z, inv);
+    }
+    let (mut best, mut best_z) = (at[0], top[0]);
+    for k in 1..4 {
+        if top[k] > best_z || (top[k] == best_z && at[k] < best) {
+            (best, best_z) = (at[k], top[k]);
+        }
+    }
+    (best != usize::MAX).then_some(best)
+}
+
+/// Path `p`'s step in a lane of [`grow_lanes`]: an open path's deficit grows by
+/// its share (a closed one's by 0), and the lane keeps the largest deficit of
+/// an open path (`top`) and the first path that had it (`at`).
+#[inline(always)]
+fn lane(top: &mut f64, at: &mut usize, p: usize, o: f64, z: &mut f64, inv: f64) {
+    *z += o.max(0.0) * inv;
+    let candidate = if o > 0.0 { *z } else { f64::NEG_INFINITY };
+    let better = candidate > *top;
+    *top = if better { candidate } else { *top };
+    *at = if better { p } else { *at };
+}
+
 impl DeficitSelector {
     /// A selector for `paths` paths, all deficits zero.
     pub fn new(paths: usize) -> DeficitSelector {
@@ -72,19 +142,11 @@ impl DeficitSelector {
             return None;
         }
         let inv = 1.0 / total;
-        let mut best = None;
-        let mut best_z = f64::NEG_INFINITY;
-        for (p, (&o, z)) in open.iter().zip(self.deficit.iter_mut()).enumerate() {
-            if o <= 0.0 {
-                continue;
-            }
-            *z += o * inv;
-            if *z > best_z {
-                best_z = *z;
-                best = Some(p);
-            }
-        }
-        let mut best = best?;
+        let mut best = if open.len() > SCAN_PATHS {
+            grow_lanes(open, &mut self.deficit, inv)
+        } else {
+            grow_scan(open, &mut self.deficit, inv)
+        }?;
         if self.burst > 1 {
             best = match self.run {
                 Some((p, n)) if n < self.burst && open.get(p).is_some_and(|&o| o > 0.0) => {
@@ -171,6 +233,44 @@ mod tests {
         let (mut a, mut b) = (DeficitSelector::new(3), DeficitSelector::with_burst(3, 1));
         for _ in 0..32 {
             assert_eq!(a.select(&open), b.select(&open));
+        }
+    }
+
+    /// Many paths take the branchless lanes: the same pick and the same deficits,
+    /// bit for bit, as the scan, over closed paths, ties (equal windows from
+    /// equal deficits) and every remainder of four.
+    #[test]
+    fn the_lanes_pick_as_the_scan() {
+        let mut rng = crate::rng::Rng::new(7);
+        let mut rand = move |m: u64| rng.gen_range(0..m);
+        for n in 1..=70 {
+            let (mut a, mut b) = (vec![0.0f64; n], vec![0.0f64; n]);
+            for step in 0..300 {
+                let open: Vec<f64> = (0..n)
+                    .map(|_| match rand(5) {
+                        0 => 0.0,
+                        1 => 1.0, // ties
+                        _ => rand(17) as f64 * 0.25,
+                    })
+                    .collect();
+                let total = sum(&open);
+                if total <= 0.0 {
+                    continue;
+                }
+                let inv = 1.0 / total;
+                let (pa, pb) = (
+                    grow_scan(&open, &mut a, inv),
+                    grow_lanes(&open, &mut b, inv),
+                );
+                assert_eq!(pa, pb, "n = {n}, step {step}");
+                let p = pa.expect("an open path");
+                a[p] -= 1.0;
+                b[p] -= 1.0;
+                assert!(
+                    a.iter().zip(&b).all(|(x, y)| x.to_bits() == y.to_bits()),
+                    "n = {n}, step {step}"
+                );
+            }
         }
     }
 
