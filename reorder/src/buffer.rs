@@ -42,7 +42,7 @@ const MIN_RING: usize = 256;
 /// high 32 bits). An id is not reused after [`ReorderBuffer::remove_flow`]
 /// (until one place has held 2^32 flows), and a lookup is an index and a
 /// compare: no hash, and an address known before anything is read
-/// ([`ReorderBuffer::prefetch_flow`]).
+/// ([`ReorderBuffer::prefetch_place`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlowId(pub u64);
 
@@ -404,7 +404,7 @@ impl<M: Copy> ReorderBuffer<M> {
 
     /// Asks for the cache line of the state of the flow at `place`
     /// ([`FlowId::place`]), which its next arrival reads first
-    /// ([`crate::prefetch`]); reads nothing but the table's address.
+    /// ([`crate::prefetch()`]); reads nothing but the table's address.
     pub fn prefetch_place(&self, place: u32) {
         if let Some(p) = self.flows.get(place as usize) {
             crate::prefetch(p);
