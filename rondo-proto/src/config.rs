@@ -125,7 +125,9 @@ pub struct FlowConfig {
     /// replaces the base RTT at once. `None` (default): the smallest RTT ever
     /// seen. The simulator sets 10 (docs/engine.md, "A base RTT that probes
     /// confirm", issue 12 row 5); the host profiles, over stacks without a
-    /// low-priority class, keep `None`.
+    /// low-priority class, keep `None`. With `probing` as well, a configured
+    /// `base_rtt` is where ARCC's measurement starts and probes may confirm a
+    /// longer one; otherwise a configured base RTT stands.
     pub base_rtt_window_rtts: Option<f64>,
     /// Packets of a path's excess inflight (inflight_p - r_p T_p) that ARCC's
     /// inflight-based queue estimate takes for the window's rounding rather than

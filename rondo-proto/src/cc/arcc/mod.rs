@@ -510,6 +510,11 @@ impl Arcc {
             quiet_updates: 0,
             last_nak_cut: None,
         };
+        if a.configured_base_rtt_expires() {
+            for (i, p) in a.paths.iter_mut().enumerate() {
+                p.min_rtt = paths[i].configured_base_rtt();
+            }
+        }
         a.base_rtts = (0..paths.len())
             .map(|i| a.measure_base_rtt(i, paths))
             .collect();
@@ -553,12 +558,25 @@ impl Arcc {
         self.base_rtts[i]
     }
 
+    /// Whether a configured base RTT (the topology's) is only where the
+    /// measurement starts: with an expiring base RTT that probes confirm, a
+    /// longer one is taken when probes show the path's delay grew (a link
+    /// whose delay changed, fig20), as from a measured one. Without probes to
+    /// confirm it the configured one stands (a longer RTT may be a queue).
+    fn configured_base_rtt_expires(&self) -> bool {
+        self.base_rtt_window_rtts.is_some() && self.probing_enabled
+    }
+
     /// Path `i`'s base RTT from what it is made of: only RTT samples move it.
     fn measure_base_rtt(&self, i: usize, paths: &Paths) -> Duration {
-        paths[i]
-            .configured_base_rtt()
-            .or(self.paths[i].min_rtt)
-            .unwrap_or_else(|| paths[i].base_rtt_or(self.initial_rtt))
+        let measured = self.paths[i].min_rtt;
+        let configured = paths[i].configured_base_rtt();
+        let base = if self.configured_base_rtt_expires() {
+            measured.or(configured)
+        } else {
+            configured.or(measured)
+        };
+        base.unwrap_or_else(|| paths[i].base_rtt_or(self.initial_rtt))
     }
 
     /// The largest base RTT over the flow's paths.
@@ -604,6 +622,35 @@ impl Arcc {
     /// The margin's ceiling for the paths in rotation now.
     fn refresh_q0(&mut self, paths: &Paths) {
         self.params.q0 = self.restart.path_q0(paths);
+    }
+
+    /// A window W_p below one packet is one packet per round trip / W_p: when
+    /// the ACK of the path's latest data packet brings its round trip `rtt`,
+    /// the next send waits until `rtt` / W_p after that packet went out. The
+    /// gate `on_sent` set from the smoothed RTT is only a stand-in until then:
+    /// a path that sends once every few round trips takes an RTT sample as
+    /// rarely, so its smoothed RTT lags the queue by many of them, and paced by
+    /// it the path kept sending slowly after the queue had drained (fig18's
+    /// 40 flows: utilization 0.90 during the join, issue 12 row 6).
+    /// (The round trip is the ACK's, the receiver's hold included, as a
+    /// window's ACK clock runs; the send time is the echoed one, whole
+    /// nanoseconds.)
+    fn clock_gate(&mut self, now: Instant, ack: &AckSample, rtt: Duration, paths: &Paths) {
+        let path = ack.path;
+        let w = self.allowance[path].packets();
+        let round_trip = rtt + ack.held;
+        let sent = now - round_trip;
+        if w >= 1.0
+            || paths[path]
+                .last_sent
+                .is_some_and(|t| t.as_ns() > sent.as_ns())
+        {
+            return;
+        }
+        let gate = sent + round_trip.mul_f64(1.0 / w); // after `now`: W_p < 1
+        self.paths[path].gate = Some(gate);
+        self.allowance[path].gated = true;
+        self.next_gate = Some(self.next_gate.map_or(gate, |t| t.min(gate)));
     }
 
     /// Opens the send gates due at `now`; whether any opened.
@@ -854,6 +901,7 @@ impl CongestionControl for Arcc {
                 self.confirm_tries += 1;
             }
             self.remeasure_base_rtt(ack.path, paths);
+            self.clock_gate(now, ack, rtt, paths);
         }
         let tu = self.update_interval(self.base_rtt(ack.path));
         let a = &mut self.paths[ack.path];

@@ -346,9 +346,16 @@ fn a_refused_flow_paces_what_probe_acks_buy() {
 /// both paths for 400 us, startup probing long over, then path 0 takes 30 us
 /// until a window of two base RTTs ends): a confirming phase has just started.
 fn with_a_candidate() -> (Arcc, Paths, Instant) {
+    with_a_candidate_from(None)
+}
+
+/// [`with_a_candidate`], with `configured` as both paths' configured base RTT
+/// (the topology's).
+fn with_a_candidate_from(configured: Option<Duration>) -> (Arcc, Paths, Instant) {
     let cfg = FlowConfig {
         paths: 2,
         base_rtt_window_rtts: Some(2.0),
+        base_rtt: configured.map(|t| vec![t; 2]),
         ..FlowConfig::default()
     };
     let paths = Paths::new(&cfg);
@@ -408,6 +415,97 @@ fn a_longer_base_rtt_is_taken_when_probes_confirm_it() {
     assert_eq!(run(Some(21)), (us(20), false, false));
     // None served: kept.
     assert_eq!(run(None).0, us(20));
+}
+
+/// A configured base RTT (the topology's) starts the measurement when the base
+/// RTT may expire: probes confirm a longer one as they do a measured one (fig20
+/// with `base_rtt = "topology"`: the path whose delay grew is used again). With
+/// no expiry it stays what the configuration says.
+#[test]
+fn a_configured_base_rtt_expires_as_a_measured_one() {
+    let us = Duration::from_us;
+    let (mut a, paths, now) = with_a_candidate_from(Some(us(20)));
+    assert_eq!(a.base_rtt(0), us(20));
+    assert_eq!(a.paths[0].base_candidate, Some(us(30)));
+    for k in 1..=4 {
+        let at = now + us(k);
+        a.on_ack(at, &probe_ack(0, at - us(30), at), &paths);
+    }
+    assert_eq!((a.base_rtt(0), a.base_rtt(1)), (us(30), us(20)));
+
+    let cfg = FlowConfig {
+        paths: 1,
+        base_rtt: Some(vec![us(20)]),
+        ..FlowConfig::default()
+    };
+    let paths = Paths::new(&cfg);
+    let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+    let sample = AckSample {
+        rtt: Some(us(30)),
+        ..AckSample::data(0, 0, false)
+    };
+    for t in 1..=100 {
+        a.on_ack(Instant::from_us(10 * t), &sample, &paths);
+    }
+    assert_eq!(a.base_rtt(0), us(20));
+    // Nor without probes to confirm a longer one.
+    let cfg = FlowConfig {
+        base_rtt_window_rtts: Some(2.0),
+        probing: false,
+        ..cfg
+    };
+    let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+    for t in 1..=100 {
+        a.on_ack(Instant::from_us(10 * t), &sample, &paths);
+    }
+    assert_eq!(a.base_rtt(0), us(20));
+}
+
+/// A window below one packet is one packet per round trip / W_p from the send
+/// of the packet whose ACK measured it: the ACK of the path's latest packet
+/// moves the gate that the (lagging) smoothed RTT set, the ACK of an older one
+/// does not.
+#[test]
+fn the_ack_of_a_sub_packet_paths_latest_packet_clocks_its_gate() {
+    let us = Duration::from_us;
+    let cfg = FlowConfig {
+        paths: 1,
+        base_rtt: Some(vec![us(20)]),
+        min_window: 0.1,
+        probing: false,
+        ..FlowConfig::default()
+    };
+    let mut paths = Paths::new(&cfg);
+    let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+    a.allowance[0].window = 0.25;
+    // A smoothed RTT of 100 us from a queue that has drained since: the send
+    // at 100 us gates the path until 500 us.
+    paths[0].srtt = Some(us(100));
+    a.on_sent(Instant::from_us(100), 0, &paths);
+    paths[0].last_sent = Some(Instant::from_us(100));
+    assert_eq!(a.paths[0].gate, Some(Instant::from_us(500)));
+    let ack = |rtt_us: u64| AckSample {
+        rtt: Some(us(rtt_us)),
+        ..AckSample::data(0, 0, false)
+    };
+    // The ACK of an older packet (sent at 90 us) leaves it.
+    a.on_ack(Instant::from_us(110), &ack(20), &paths);
+    assert_eq!(a.paths[0].gate, Some(Instant::from_us(500)));
+    // The packet sent at 100 us took 20 us: the next goes at 100 + 20 / 0.25.
+    a.on_ack(Instant::from_us(120), &ack(20), &paths);
+    assert_eq!(a.paths[0].gate, Some(Instant::from_us(180)));
+    assert_eq!(a.next_gate, Some(Instant::from_us(180)));
+    assert!(!a.any_open(&paths));
+    assert!(
+        a.on_tick(Instant::from_us(180), &paths, &crate::cc::Backlogged)
+            .opened
+    );
+    assert!(a.any_open(&paths));
+    // A window of a packet or more has no gate.
+    a.allowance[0].window = 1.0;
+    paths[0].last_sent = Some(Instant::from_us(200));
+    a.on_ack(Instant::from_us(220), &ack(20), &paths);
+    assert_eq!(a.paths[0].gate, None);
 }
 
 /// Which phase sent a probe decides what its ACK does, whenever it arrives: a
