@@ -23,20 +23,27 @@ fn timed_report(sets: &[&str]) -> Report {
 
 #[test]
 fn topology_base_rtt_and_update_interval_change_the_run_and_bad_values_are_refused() {
-    let measured = report(&[]);
+    // Rondo's default is the topology's base RTT; the other transports measure.
+    let topology = report(&[]);
     assert_eq!(
-        report(&["transport.base_rtt=measured"]),
-        measured,
-        "the default"
+        report(&["transport.base_rtt=topology"]),
+        topology,
+        "Rondo's default"
     );
-    let topology = report(&["transport.base_rtt=topology"]);
+    let measured = report(&["transport.base_rtt=measured"]);
+    assert_ne!(measured, topology, "the source reaches ARCC");
+    assert_eq!(
+        report(&["transport.kind=rrps"]),
+        report(&["transport.kind=rrps", "transport.base_rtt=measured"]),
+        "rrps measures"
+    );
     assert!(
         topology.utilization > 0.9,
         "utilization {}",
         topology.utilization
     );
     let faster = report(&["transport.update_interval_rtts=0.25"]);
-    assert_ne!(faster.ood, measured.ood, "Tu reaches ARCC");
+    assert_ne!(faster.ood, topology.ood, "Tu reaches ARCC");
     let text = "duration_us = 10\n[topology]\nkind = \"parallel\"\npaths = [{ gbps = 10, delay_us = 1.0 }]\n\
                 [workload]\nkind = \"long_flows\"\nflows = 1\n";
     let e = parse(

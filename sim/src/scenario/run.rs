@@ -5,8 +5,8 @@ use super::report::{
     Drops, NicDistribution, Percentiles, Queues, Report, Retransmissions, SimStats, WorkloadResult,
 };
 use super::schema::{
-    BaseRttSpec, EventAction, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TauQFloorSpec,
-    TopologySpec, TransportKind,
+    EventAction, RoutingSpec, Scenario, SwitchSpec, TauQBaseSpec, TauQFloorSpec, TopologySpec,
+    TransportKind,
 };
 use super::workload::{generate, Context, FlowPlan};
 use crate::{
@@ -186,6 +186,10 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
     };
     let mut sim =
         Simulator::new(&scenario.sim_topology(), scenario.sim_config()).map_err(refused)?;
+    // One-way delays in force from time 0 (fig2's extra delays, delay events at
+    // 0): part of the topology as `base_rtt = "topology"` reads it.
+    let mut start_delays: std::collections::HashMap<LinkId, Duration> =
+        std::collections::HashMap::new();
     if let TopologySpec::Fig2(t) = &scenario.topology {
         for (i, extra) in t.extra_delay_us.iter().enumerate() {
             if *extra > 0.0 {
@@ -195,60 +199,13 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
                 let delay = Duration::from_us_f64(FIXED_LINK_DELAY_US + extra);
                 sim.schedule_link_change(Instant::ZERO, link, LinkChange::Delay(delay))
                     .map_err(refused)?;
+                start_delays.insert(link, delay);
             }
         }
     }
-    let host_bps = scenario.topology.host_gbps() * 1e9;
-    let network_base_rtt = match scenario.transport.tau_q_base {
-        TauQBaseSpec::Network => Some(network_base_rtt(&sim, scenario)?),
-        TauQBaseSpec::Flow => None,
-    };
-    let min_target_queue = match scenario.transport.tau_q_floor {
-        TauQFloorSpec::Packet => one_packet_at_slowest_link(&sim, scenario.mtu),
-        TauQFloorSpec::None => None,
-    };
-    // One gate per distinct set of flows waited for (a phase, a ring step).
-    let mut gates: std::collections::HashMap<(usize, usize), crate::GateId> =
-        std::collections::HashMap::new();
-    for (i, f) in scenario.flows().iter().enumerate() {
-        let after = match &f.after {
-            Some(r) if r.end <= i && !r.is_empty() => match gates.get(&(r.start, r.end)) {
-                Some(g) => Some(*g),
-                None => {
-                    let ids: Vec<usize> = r.clone().collect();
-                    let g = sim.add_gate(&ids).map_err(refused)?;
-                    gates.insert((r.start, r.end), g);
-                    Some(g)
-                }
-            },
-            _ => None,
-        };
-        // The simulator sets each flow's paths, MTU, line rate and seed itself.
-        let mut cfg = scenario.transport.flow_config(scenario.mtu, host_bps);
-        // Swift's per-hop target term: the switches on the route.
-        cfg.hops = sim
-            .route(f.src, f.dst, 0, 0)
-            .ok()
-            .map(|r| (r.len().saturating_sub(1)) as u16);
-        if scenario.transport.base_rtt == BaseRttSpec::Topology {
-            cfg.base_rtt = Some(topology_base_rtts(&sim, scenario, f)?);
-        }
-        cfg.network_base_rtt = network_base_rtt;
-        cfg.min_target_queue = min_target_queue;
-        sim.add_flow(FlowSpec {
-            src: f.src,
-            dst: f.dst,
-            start: Instant::from_ps(f.start.as_ps()),
-            bytes: f.bytes,
-            stop: f.stop.map(|d| Instant::from_ps(d.as_ps())),
-            paths: f.paths.or(scenario.transport.paths),
-            cfg,
-            group: f.group,
-            messages: f.messages,
-            after,
-        })
-        .map_err(refused)?;
-    }
+    // The link events, resolved before the flows (the topology's base RTTs
+    // read the delays in force at 0) and scheduled after them, in order.
+    let mut changes = Vec::with_capacity(scenario.events.len());
     for (i, e) in scenario.events.iter().enumerate() {
         let key = format!("events[{i}]");
         let links = match (e.path, e.link, e.index, e.percent) {
@@ -287,8 +244,67 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
             EventAction::Fail => LinkChange::Fail,
             EventAction::Restore => LinkChange::Restore,
         };
+        if let (true, LinkChange::Delay(d)) = (at(e.at_us) == Instant::ZERO, change) {
+            for &link in &links {
+                start_delays.insert(link, d);
+            }
+        }
+        changes.push((at(e.at_us), links, change));
+    }
+    let host_bps = scenario.topology.host_gbps() * 1e9;
+    let network_base_rtt = match scenario.transport.tau_q_base {
+        TauQBaseSpec::Network => Some(network_base_rtt(&sim, scenario)?),
+        TauQBaseSpec::Flow => None,
+    };
+    let min_target_queue = match scenario.transport.tau_q_floor {
+        TauQFloorSpec::Packet => one_packet_at_slowest_link(&sim, scenario.mtu),
+        TauQFloorSpec::None => None,
+    };
+    // One gate per distinct set of flows waited for (a phase, a ring step).
+    let mut gates: std::collections::HashMap<(usize, usize), crate::GateId> =
+        std::collections::HashMap::new();
+    for (i, f) in scenario.flows().iter().enumerate() {
+        let after = match &f.after {
+            Some(r) if r.end <= i && !r.is_empty() => match gates.get(&(r.start, r.end)) {
+                Some(g) => Some(*g),
+                None => {
+                    let ids: Vec<usize> = r.clone().collect();
+                    let g = sim.add_gate(&ids).map_err(refused)?;
+                    gates.insert((r.start, r.end), g);
+                    Some(g)
+                }
+            },
+            _ => None,
+        };
+        // The simulator sets each flow's paths, MTU, line rate and seed itself.
+        let mut cfg = scenario.transport.flow_config(scenario.mtu, host_bps);
+        // Swift's per-hop target term: the switches on the route.
+        cfg.hops = sim
+            .route(f.src, f.dst, 0, 0)
+            .ok()
+            .map(|r| (r.len().saturating_sub(1)) as u16);
+        if scenario.transport.base_rtt.from_topology(cfg.transport) {
+            cfg.base_rtt = Some(topology_base_rtts(&sim, scenario, f, &start_delays)?);
+        }
+        cfg.network_base_rtt = network_base_rtt;
+        cfg.min_target_queue = min_target_queue;
+        sim.add_flow(FlowSpec {
+            src: f.src,
+            dst: f.dst,
+            start: Instant::from_ps(f.start.as_ps()),
+            bytes: f.bytes,
+            stop: f.stop.map(|d| Instant::from_ps(d.as_ps())),
+            paths: f.paths.or(scenario.transport.paths),
+            cfg,
+            group: f.group,
+            messages: f.messages,
+            after,
+        })
+        .map_err(refused)?;
+    }
+    for (at, links, change) in changes {
         for link in links {
-            sim.schedule_link_change(at(e.at_us), link, change)
+            sim.schedule_link_change(at, link, change)
                 .map_err(refused)?;
         }
     }
@@ -306,6 +322,7 @@ fn topology_base_rtts(
     sim: &Simulator,
     scenario: &Scenario,
     f: &FlowPlan,
+    start_delays: &std::collections::HashMap<LinkId, Duration>,
 ) -> Result<Vec<Duration>, ScenarioError> {
     let refused = |e: crate::SimError| ScenarioError::Simulator {
         file: "base_rtt".to_owned(),
@@ -324,7 +341,15 @@ fn topology_base_rtts(
         .map(|p| {
             let out = sim.route(f.src, f.dst, flow, p).map_err(refused)?;
             let back = sim.route(f.dst, f.src, flow + 1, p).map_err(refused)?;
-            Ok(sim.route_delay(&out, scenario.mtu as usize) + sim.route_delay(&back, ack))
+            let delay = |route: &[LinkId], bytes: usize| {
+                route.iter().fold(sim.route_delay(route, bytes), |d, l| {
+                    match (start_delays.get(l), sim.link_delay(*l)) {
+                        (Some(&at_start), Some(built)) => d - built + at_start,
+                        _ => d,
+                    }
+                })
+            };
+            Ok(delay(&out, scenario.mtu as usize) + delay(&back, ack))
         })
         .collect()
 }

@@ -328,9 +328,11 @@ pub struct TransportSpec {
     pub loss_recovery: LossRecoverySpec,
     /// ARCC's update interval Tu as a fraction of the path's base RTT (0.5).
     pub update_interval_rtts: Option<f64>,
-    /// Base RTT per path: `measured` (the smallest RTT seen, default) or
-    /// `topology` (each logical path's route: propagation plus serialisation of a
-    /// full packet out and an ACK back, with empty queues, as Swift does).
+    /// Base RTT per path: `measured` (the smallest RTT seen), `topology` (each
+    /// logical path's route as the links are from time 0: propagation plus
+    /// serialisation of a full packet out and an ACK back, with empty queues,
+    /// as Swift does) or `auto` (default: `topology` for Rondo, `measured` for
+    /// the others).
     pub base_rtt: BaseRttSpec,
     /// Early recovery's rule: `gap-and-rtt` (default) or `gap`.
     pub early_recovery: EarlyRecoverySpec,
@@ -437,11 +439,26 @@ pub enum TauQFloorSpec {
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum BaseRttSpec {
-    /// The smallest RTT measured on the path.
+    /// `topology` for Rondo, whose ARCC takes T from the topology (paper
+    /// §4.2.1) and whose probes confirm a longer one; `measured` for the other
+    /// transports.
     #[default]
+    Auto,
+    /// The smallest RTT measured on the path.
     Measured,
     /// From the route of each logical path in the topology.
     Topology,
+}
+
+impl BaseRttSpec {
+    /// Whether a flow of `transport` takes its base RTTs from the topology.
+    pub fn from_topology(self, transport: rondo_proto::Transport) -> bool {
+        match self {
+            BaseRttSpec::Auto => transport == rondo_proto::Transport::RONDO,
+            BaseRttSpec::Measured => false,
+            BaseRttSpec::Topology => true,
+        }
+    }
 }
 
 /// When selective repeat declares a packet lost ([`rondo_proto::EarlyRecovery`]).
@@ -476,7 +493,7 @@ impl Default for TransportSpec {
             rto_min_us: None,
             loss_recovery: LossRecoverySpec::SelectiveRepeat,
             update_interval_rtts: None,
-            base_rtt: BaseRttSpec::Measured,
+            base_rtt: BaseRttSpec::Auto,
             early_recovery: EarlyRecoverySpec::GapAndRtt,
             tau_q_base: TauQBaseSpec::Network,
             tau_q_floor: TauQFloorSpec::Packet,

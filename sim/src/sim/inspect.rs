@@ -157,6 +157,11 @@ impl Simulator {
             .fold(Duration::ZERO, |a, b| a + b)
     }
 
+    /// A link's one-way propagation delay now (`None`: no such link).
+    pub fn link_delay(&self, id: LinkId) -> Option<Duration> {
+        self.ports.get(id.0).map(|p| p.delay)
+    }
+
     /// Flows added so far.
     pub fn flow_count(&self) -> usize {
         self.flows.len()
