@@ -33,9 +33,9 @@ fn topology_base_rtt_and_update_interval_change_the_run_and_bad_values_are_refus
     let measured = report(&["transport.base_rtt=measured"]);
     assert_ne!(measured, topology, "the source reaches ARCC");
     assert_eq!(
-        report(&["transport.kind=rrps"]),
-        report(&["transport.kind=rrps", "transport.base_rtt=measured"]),
-        "rrps measures"
+        report(&["transport.kind=swift-rps"]),
+        report(&["transport.kind=swift-rps", "transport.base_rtt=measured"]),
+        "swift-rps measures"
     );
     assert!(
         topology.utilization > 0.9,

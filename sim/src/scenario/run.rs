@@ -244,12 +244,14 @@ pub fn build(scenario: &Scenario, file: &str) -> Result<Simulator, ScenarioError
             EventAction::Fail => LinkChange::Fail,
             EventAction::Restore => LinkChange::Restore,
         };
-        if let (true, LinkChange::Delay(d)) = (at(e.at_us) == Instant::ZERO, change) {
-            for &link in &links {
-                start_delays.insert(link, d);
+        let when = at(e.at_us);
+        match change {
+            LinkChange::Delay(d) if when == Instant::ZERO => {
+                start_delays.extend(links.iter().map(|&link| (link, d)));
             }
+            _ => {}
         }
-        changes.push((at(e.at_us), links, change));
+        changes.push((when, links, change));
     }
     let host_bps = scenario.topology.host_gbps() * 1e9;
     let network_base_rtt = match scenario.transport.tau_q_base {
