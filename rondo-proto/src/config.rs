@@ -244,6 +244,16 @@ pub struct FlowConfig {
     ///
     /// [`AHEAD_MIN_PACKETS`]: crate::scheduler::AHEAD_MIN_PACKETS
     pub scheduler_ahead: bool,
+    /// ARCC's update intervals that hold no ACK run on, with no timer, until
+    /// an ACK falls into one, and the update it then brings counts for as many
+    /// intervals as it lasted (the EWMAs keep their weight to that power, the
+    /// margin's increase and decrease are applied that many times). Off by
+    /// default (the paper updates every Tu, measuring a rate of zero in an
+    /// empty interval). On, a path whose round trip spans many update
+    /// intervals (an incast's standing queue) is not woken at each of them:
+    /// the 320-host all-to-all runs 1.8x faster. Reports move both ways
+    /// (docs/engine.md, "Intervals that run on").
+    pub intervals_run_on: bool,
     /// EWMA gain of the forward-delay and RTT estimates.
     pub delay_gain: f64,
     /// Flow-level pacing on or off.
@@ -383,6 +393,7 @@ impl Default for FlowConfig {
             delay_stable_tolerance: Duration::from_us(2),
             scheduler_start_gap: Some(Duration::from_us(15)),
             scheduler_ahead: true,
+            intervals_run_on: false,
             delay_gain: 0.125,
             pacing: true,
             pacing_burst: 1,

@@ -817,6 +817,9 @@ impl TransportSpec {
         if let Some(x) = self.scheduler_ahead {
             c.scheduler_ahead = x;
         }
+        if let Some(x) = self.intervals_run_on {
+            c.intervals_run_on = x;
+        }
         // The simulator runs timers on time (host stalls turn it off again:
         // `Simulator::flow_config_template`).
         c.timers_on_time = self.timers_on_time.unwrap_or(true);

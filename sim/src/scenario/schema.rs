@@ -370,6 +370,9 @@ pub struct TransportSpec {
     /// The packet scheduler corrects each path's delay by the packets in
     /// flight on it now (default true; `rondo_proto::FlowConfig::scheduler_ahead`).
     pub scheduler_ahead: Option<bool>,
+    /// ARCC's update intervals without an ACK run on until one comes (default
+    /// false; `rondo_proto::FlowConfig::intervals_run_on`).
+    pub intervals_run_on: Option<bool>,
     /// A flow with nothing to send runs its controller's timers at its next
     /// event, each at its own time, instead of waking for each (default true:
     /// the simulator runs timers on time; off under `host.stall_*`, where
@@ -505,6 +508,7 @@ impl Default for TransportSpec {
             delay_stable_tolerance_us: None,
             scheduler_start_gap_us: None,
             scheduler_ahead: None,
+            intervals_run_on: None,
             timers_on_time: None,
             receiver_span: None,
             receiver_span_step: None,

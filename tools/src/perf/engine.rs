@@ -5,7 +5,7 @@ use anyhow::{bail, Context as _};
 use rondo_proto::{Duration, FlowConfig, LossRecoveryKind, PathSelection};
 
 /// The keys `--engine` takes, for messages.
-pub const KEYS: &str = "scheduler, scheduler_ahead, probing, pacing, base_rtt_us, rto_min_us, early_recovery_threshold, q0, initial_window, target_queue_rtts, stall_allowance_us, path_selection, loss_recovery, ack_coalesce_packets, ack_coalesce_us";
+pub const KEYS: &str = "scheduler, scheduler_ahead, intervals_run_on, probing, pacing, base_rtt_us, rto_min_us, early_recovery_threshold, q0, initial_window, target_queue_rtts, stall_allowance_us, path_selection, loss_recovery, ack_coalesce_packets, ack_coalesce_us";
 
 /// `cfg` with every `KEY=VALUE` of `settings` applied (a flow of `paths` paths).
 pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Result<FlowConfig> {
@@ -34,6 +34,7 @@ pub fn apply(mut cfg: FlowConfig, settings: &[String], paths: u16) -> anyhow::Re
         match key {
             "scheduler" => cfg.scheduler = flag()?,
             "scheduler_ahead" => cfg.scheduler_ahead = flag()?,
+            "intervals_run_on" => cfg.intervals_run_on = flag()?,
             "probing" => cfg.probing = flag()?,
             "pacing" => cfg.pacing = flag()?,
             "base_rtt_us" => {
@@ -120,6 +121,7 @@ mod tests {
             &[
                 "scheduler=false".into(),
                 "scheduler_ahead=false".into(),
+                "intervals_run_on=true".into(),
                 "base_rtt_us=100,200,300,400".into(),
                 "path_selection=random".into(),
                 "ack_coalesce_packets=16".into(),
@@ -129,7 +131,7 @@ mod tests {
             4,
         )
         .unwrap();
-        assert!(!c.scheduler && !c.scheduler_ahead);
+        assert!(!c.scheduler && !c.scheduler_ahead && c.intervals_run_on);
         let acks = c.ack_coalesce.unwrap();
         assert_eq!((acks.packets, acks.delay), (16, Duration::from_us(50)));
         assert_eq!(c.base_rtt.unwrap()[3], Duration::from_us(400));

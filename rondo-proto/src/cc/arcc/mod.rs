@@ -112,6 +112,12 @@ struct ArccPath {
     acks_in_interval: u32,
     probe_acks_in_interval: u32,
     interval_start: Instant,
+    /// The interval ran out with no ACK in it and runs on, with no timer,
+    /// until an ACK falls into it (see `Arcc::on_tick`).
+    awaiting_ack: bool,
+    /// An ACK ended an interval that ran on: the update it brings counts for
+    /// as many intervals as the interval lasted.
+    ran_on: bool,
     /// Set once an update has folded probe ACKs into the window: from then on
     /// probe ACKs no longer grant extra packets (until the next probing phase).
     probe_absorbed: bool,
@@ -157,6 +163,8 @@ impl ArccPath {
             acks_in_interval: 0,
             probe_acks_in_interval: 0,
             interval_start: now,
+            awaiting_ack: false,
+            ran_on: false,
             probe_absorbed: false,
             min_rtt: None,
             window_min: None,
@@ -233,9 +241,9 @@ impl ArccPath {
     }
 
     /// One ARCC update of the path's `allow` at the end of an interval (paper
-    /// §4.2.1, eqs. (5) and (19)), with `inflight` packets in flight on the path.
-    /// Returns `None` when the path has had no ACK yet (no update before the
-    /// first ACK).
+    /// §4.2.1, eqs. (5) and (19)), with `inflight` packets in flight on the path
+    /// and update interval `tu`. Returns `None` when the path has had no ACK yet
+    /// (no update before the first ACK).
     fn update(
         &mut self,
         allow: &mut Allowance,
@@ -243,11 +251,20 @@ impl ArccPath {
         base_rtt: Duration,
         inflight: u32,
         p: &ArccParams,
+        tu: Duration,
     ) -> Option<ArccUpdate> {
         let elapsed = now.saturating_since(self.interval_start);
         if elapsed == Duration::ZERO {
             return None;
         }
+        // An interval that ran on until an ACK fell into it stands for the
+        // `spans` intervals it lasted: the ACK-rate EWMA forgets and the
+        // margin moves as over that many updates (each step as the last one's).
+        let spans = if std::mem::take(&mut self.ran_on) && tu > Duration::ZERO {
+            (elapsed.as_us_f64() / tu.as_us_f64()).max(1.0)
+        } else {
+            1.0
+        };
         let acks = self.acks_in_interval + self.probe_acks_in_interval;
         if self.updates == 0 && acks == 0 {
             // Not a single ACK yet: keep W0 and wait.
@@ -258,23 +275,24 @@ impl ArccPath {
         self.send_rate = if self.updates == 0 {
             sent
         } else {
-            p.alpha * self.send_rate + (1.0 - p.alpha) * sent
+            smooth(self.send_rate, sent, p.alpha, 1.0 - p.alpha, spans)
         };
         self.sent_in_interval = 0;
         self.ack_rate = if self.updates == 0 {
             sample // start r_p from the first sample, not from 0
         } else {
-            match p.alpha_weight {
-                AlphaWeight::History => p.alpha * self.ack_rate + (1.0 - p.alpha) * sample,
-                AlphaWeight::Sample => (1.0 - p.alpha) * self.ack_rate + p.alpha * sample,
-            }
+            let (kept, taken) = match p.alpha_weight {
+                AlphaWeight::History => (p.alpha, 1.0 - p.alpha),
+                AlphaWeight::Sample => (1.0 - p.alpha, p.alpha),
+            };
+            smooth(self.ack_rate, sample, kept, taken, spans)
         };
         if self.acks_in_interval > 0 {
             let sample = self.interval_hold_sum_ps as f64 / self.acks_in_interval as f64 / 1e6;
             self.hold_us = if self.updates == 0 {
                 sample
             } else {
-                p.alpha * self.hold_us + (1.0 - p.alpha) * sample
+                smooth(self.hold_us, sample, p.alpha, 1.0 - p.alpha, spans)
             };
             self.interval_hold_sum_ps = 0;
         }
@@ -319,9 +337,9 @@ impl ArccPath {
         // stall allowance when that is more (0 unless configured).
         let q0 = p.q0.max(self.ack_rate * p.stall_allowance_us);
         if delay_us < tau_us {
-            self.margin = (self.margin + q0 / 4.0).min(q0);
+            self.margin = (self.margin + spans * q0 / 4.0).min(q0);
         } else if delay_us.is_finite() {
-            self.margin *= tau_us / delay_us; // eq. (19)
+            self.margin *= (tau_us / delay_us).powf(spans); // eq. (19), per interval
         } else {
             self.margin = q0 / 4.0;
         }
@@ -355,6 +373,8 @@ impl ArccPath {
         allow.window = cfg.initial_window;
         self.margin = q0 / 4.0;
         self.ack_rate = 0.0;
+        self.awaiting_ack = false;
+        self.ran_on = false;
         self.updates = 0;
         self.acks_in_interval = 0;
         self.interval_hold_sum_ps = 0;
@@ -365,6 +385,18 @@ impl ArccPath {
         allow.gated = false;
         self.gate = None;
         self.converting_until = None;
+    }
+}
+
+/// One EWMA step, `kept` x `old` + `taken` x `new`; over an interval that ran
+/// on for `spans` > 1 update intervals, as that many steps of the same sample
+/// (`old` keeps `kept`^`spans`).
+fn smooth(old: f64, new: f64, kept: f64, taken: f64, spans: f64) -> f64 {
+    if spans > 1.0 {
+        let kept = kept.powf(spans);
+        kept * old + (1.0 - kept) * new
+    } else {
+        kept * old + taken * new
     }
 }
 
@@ -407,6 +439,8 @@ pub struct Arcc {
     base_rtt_window_rtts: Option<f64>,
     pacing: bool,
     probing_enabled: bool,
+    /// `FlowConfig::intervals_run_on`.
+    intervals_run_on: bool,
     probe_pacing_burst: Option<f64>,
     /// `FlowConfig::probe_pacing_after_refusal`: the burst `probe_pacing_burst`
     /// takes at the receiver's first refusal when it is not set.
@@ -486,6 +520,7 @@ impl Arcc {
             base_rtt_window_rtts: cfg.base_rtt_window_rtts,
             pacing: cfg.pacing,
             probing_enabled: cfg.probing,
+            intervals_run_on: cfg.intervals_run_on,
             probe_pacing_burst: cfg.probe_pacing_burst,
             probe_pacing_after_refusal: cfg.probe_pacing_after_refusal.then_some(0.0),
             probe_duration_rtts: cfg.probe_duration_rtts,
@@ -905,7 +940,13 @@ impl CongestionControl for Arcc {
         }
         let tu = self.update_interval(self.base_rtt(ack.path));
         let a = &mut self.paths[ack.path];
-        if self.path_due[ack.path].is_none() {
+        if std::mem::take(&mut a.awaiting_ack) {
+            // The interval that ran on ends with this ACK in it: its update
+            // runs now.
+            a.ran_on = true;
+            self.path_due[ack.path] = Some(now);
+            self.next_update = Some(self.next_update.map_or(now, |t| t.min(now)));
+        } else if self.path_due[ack.path].is_none() {
             // First ACK of the path: its first ARCC interval starts now.
             a.interval_start = now;
             let due = now + tu;
@@ -1019,30 +1060,40 @@ impl CongestionControl for Arcc {
             if paths.inflight(i) == 0 && !flow.has_data() {
                 // Idle: freeze the controller; the next ACK restarts its interval.
                 self.path_due[i] = None;
+                self.paths[i].awaiting_ack = false;
                 continue;
             }
-            let a = &self.paths[i];
-            if self.allowance[i].packets() < 1.0
-                && a.acks_in_interval + a.probe_acks_in_interval == 0
-            {
-                // A window below one packet sends less than once per update
-                // interval: the interval runs on until an ACK falls into it, so
-                // that it measures a rate and a queueing delay, not an empty
-                // interval's nothing.
-                let due = now + self.update_interval(base_rtt);
-                self.path_due[i] = Some(due);
-                note(due);
-                continue;
+            let a = &mut self.paths[i];
+            if a.acks_in_interval + a.probe_acks_in_interval == 0 {
+                if self.intervals_run_on {
+                    // `FlowConfig::intervals_run_on`: the interval runs on until
+                    // an ACK falls into it, which brings the update (`on_ack`),
+                    // and no timer wakes the path meanwhile.
+                    self.path_due[i] = None;
+                    a.awaiting_ack = true;
+                    continue;
+                }
+                if self.allowance[i].packets() < 1.0 {
+                    // A window below one packet sends less than once per update
+                    // interval: the interval runs on until an ACK falls into
+                    // it, so that it measures a rate and a queueing delay, not
+                    // an empty interval's nothing.
+                    let due = now + self.update_interval(base_rtt);
+                    self.path_due[i] = Some(due);
+                    note(due);
+                    continue;
+                }
             }
             let params = self.params;
+            let tu = self.update_interval(base_rtt);
             self.paths[i].update(
                 &mut self.allowance[i],
                 now,
                 base_rtt,
                 paths.inflight(i),
                 &params,
+                tu,
             );
-            let tu = self.update_interval(base_rtt);
             self.path_due[i] = Some(now + tu);
             note(now + tu);
             tick.updated = true;

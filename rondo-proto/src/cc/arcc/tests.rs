@@ -33,6 +33,7 @@ fn update(
         Duration::from_us(rtt_us),
         inflight,
         params,
+        Duration::from_us(rtt_us / 2),
     )
 }
 
@@ -545,4 +546,62 @@ fn a_probe_ack_counts_by_the_phase_that_sent_the_probe() {
     let (credit0, acks0) = credit(&a, 0);
     a.on_ack(in_it, &probe_ack(0, t0 - us(20), in_it), &paths);
     assert_eq!(credit(&a, 0), (credit0 + 1, acks0 + 1));
+}
+
+/// `FlowConfig::intervals_run_on`: an update interval without an ACK sets no
+/// timer and runs on; the ACK that falls into it brings the update at once, and
+/// that update counts for the intervals it lasted (the ACK-rate EWMA keeps
+/// alpha to that power). Off (the default), the path updates at every Tu,
+/// measuring a rate of zero in the empty intervals.
+#[test]
+fn an_interval_without_an_ack_runs_on_until_one_comes() {
+    let us = Duration::from_us;
+    let run = |run_on: bool| {
+        let cfg = FlowConfig {
+            paths: 1,
+            base_rtt: Some(vec![us(20)]),
+            probing: false,
+            intervals_run_on: run_on,
+            ..FlowConfig::default()
+        };
+        let mut paths = Paths::new(&cfg);
+        paths[0].srtt = Some(us(20));
+        paths.add_in_flight(0);
+        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
+        let ack = AckSample {
+            rtt: Some(us(20)),
+            ..AckSample::data(0, 0, false)
+        };
+        // Two ACKs in the first interval (Tu = 10 us): a rate of 0.2 per us.
+        a.on_ack(Instant::from_us(20), &ack, &paths);
+        a.on_ack(Instant::from_us(25), &ack, &paths);
+        a.on_tick(Instant::from_us(30), &paths, &crate::cc::Backlogged);
+        assert_eq!(a.ack_rate(0), 0.2);
+        // No ACK from 30 us to 70 us, then one.
+        for t in [40, 50, 60] {
+            a.on_tick(Instant::from_us(t), &paths, &crate::cc::Backlogged);
+        }
+        let waiting = a.poll_timeout();
+        a.on_ack(Instant::from_us(70), &ack, &paths);
+        let due = a.poll_timeout();
+        a.on_tick(Instant::from_us(70), &paths, &crate::cc::Backlogged);
+        (waiting, due, a.ack_rate(0))
+    };
+    // Run on: nothing due while it waits, the ACK's update at 70 us, one ACK
+    // in 40 us over four intervals.
+    let (waiting, due, rate) = run(true);
+    assert_eq!(waiting, None);
+    assert_eq!(due, Some(Instant::from_us(70)));
+    let kept = 0.8f64.powi(4);
+    assert!(
+        (rate - (kept * 0.2 + (1.0 - kept) / 40.0)).abs() < 1e-12,
+        "{rate}"
+    );
+    // Every Tu: three zero samples, then the update due at 70 us takes the ACK
+    // (one in 10 us).
+    let (waiting, due, rate) = run(false);
+    assert_eq!(waiting, Some(Instant::from_us(70)));
+    assert_eq!(due, Some(Instant::from_us(70)));
+    let every_tu = 0.8 * (0.2 * 0.8f64.powi(3)) + 0.2 * 0.1;
+    assert!((rate - every_tu).abs() < 1e-12, "{rate}");
 }
