@@ -217,13 +217,18 @@ pub fn rows(text: &str) -> Vec<Vec<f64>> {
 /// Asserts both ends exited 0, the client with `expect_rows` table rows (when
 /// given; perftest's bandwidth servers print no rows).
 pub fn both_ok(what: &str, (s, c): &(End, End), expect_rows: Option<usize>) {
-    for (side, e) in [("server", s), ("client", c)] {
+    for (side, e, other) in [("server", s, c), ("client", c, s)] {
+        // Both sides' output: a side killed at the limit prints little, and
+        // where the other stopped says which size or step hung.
         assert_eq!(
             e.code,
             Some(0),
-            "{what}: {side} failed (timed out: {}):\n{}",
+            "{what}: {side} failed (timed out: {}):\n{}\n-- the other side (exit {:?}, timed out: {}):\n{}",
             e.timed_out,
-            e.text
+            e.text,
+            other.code,
+            other.timed_out,
+            other.text
         );
     }
     if let Some(n) = expect_rows {
