@@ -940,16 +940,19 @@ impl CongestionControl for Arcc {
         }
         let tu = self.update_interval(self.base_rtt(ack.path));
         let a = &mut self.paths[ack.path];
-        if std::mem::take(&mut a.awaiting_ack) {
+        let due = if std::mem::take(&mut a.awaiting_ack) {
             // The interval that ran on ends with this ACK in it: its update
             // runs now.
             a.ran_on = true;
-            self.path_due[ack.path] = Some(now);
-            self.next_update = Some(self.next_update.map_or(now, |t| t.min(now)));
+            Some(now)
         } else if self.path_due[ack.path].is_none() {
             // First ACK of the path: its first ARCC interval starts now.
             a.interval_start = now;
-            let due = now + tu;
+            Some(now + tu)
+        } else {
+            None
+        };
+        if let Some(due) = due {
             self.path_due[ack.path] = Some(due);
             self.next_update = Some(self.next_update.map_or(due, |t| t.min(due)));
         }
