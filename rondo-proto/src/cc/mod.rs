@@ -189,6 +189,16 @@ pub trait CongestionControl {
     fn poll_timeout(&self) -> Option<Instant> {
         None
     }
+    /// For a flow with data waiting and every window shut: the time before
+    /// which the controller's ticks change nothing that a send, a probe or the
+    /// flow's deadlines read until the flow's next event (an ACK, a NAK, a
+    /// post, another timer), so that the sender may run them at that event,
+    /// each at its own time, instead of waking for each (`Sender::catch_up`).
+    /// The horizon is a tick's due time (the first that may matter) or
+    /// `Instant::MAX`. Default: `None`, every tick wakes the flow.
+    fn ticks_idle_until(&self, _paths: &Paths, _flow: &dyn FlowView) -> Option<Instant> {
+        None
+    }
     /// Runs the controller's timers due at `now` (default: none).
     fn on_tick(&mut self, _now: Instant, _paths: &Paths, _flow: &dyn FlowView) -> Tick {
         Tick::default()
@@ -324,6 +334,9 @@ impl CongestionControl for AnyCc {
     }
     fn poll_timeout(&self) -> Option<Instant> {
         dispatch!(self, c => c.poll_timeout())
+    }
+    fn ticks_idle_until(&self, paths: &Paths, flow: &dyn FlowView) -> Option<Instant> {
+        dispatch!(self, c => c.ticks_idle_until(paths, flow))
     }
     fn on_tick(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> Tick {
         dispatch!(self, c => c.on_tick(now, paths, flow))

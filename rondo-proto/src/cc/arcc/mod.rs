@@ -786,6 +786,33 @@ impl Arcc {
         }
     }
 
+    /// Whether path `i`'s update due at `due` may open its window (shut now):
+    /// one with ACKs in its interval may; one without may unless it cuts the
+    /// margin and leaves every window to come shut ([`Arcc::ticks_idle_until`]).
+    fn update_may_open(&self, i: usize, due: Instant, paths: &Paths) -> bool {
+        let a = &self.paths[i];
+        if a.acks_in_interval + a.probe_acks_in_interval > 0 {
+            return true;
+        }
+        let allow = self.allowance[i];
+        if allow.packets() < 1.0 {
+            return false; // the tick re-arms without an update (`on_tick`)
+        }
+        let base_rtt = self.base_rtt(i);
+        let inflight = paths.inflight(i);
+        let tu = self.update_interval(base_rtt);
+        let (mut next, mut after) = (a.clone(), allow);
+        let Some(u) = next.update(&mut after, due, base_rtt, inflight, &self.params, tu) else {
+            return false; // no update: nothing moves
+        };
+        let target = next.ack_rate * (base_rtt.as_us_f64() + next.hold_us) + next.margin;
+        let most = allow.window.max(after.window).max(target);
+        let cuts = next.ack_rate > 0.0
+            && u.queue_delay_us.is_finite()
+            && u.queue_delay_us >= self.params.tau_q.as_us_f64();
+        !cuts || most > f64::from(inflight)
+    }
+
     /// A probing phase starts after `probe_trigger_updates` updates per path in a
     /// row in which everything sent at least one base RTT ago was acknowledged and
     /// data waited. Returns whether one started.
@@ -1034,6 +1061,53 @@ impl CongestionControl for Arcc {
             (Some(u), Some(g)) => Some(u.min(g)),
             (u, g) => u.or(g),
         }
+    }
+
+    /// The first due tick that may open a window or start a probing phase,
+    /// when it is not the next one; every tick before it, of a path whose
+    /// interval holds no ACK, only shrinks what it shuts. Such an update sees
+    /// no RTT sample, so its queueing delay is the inflight estimate
+    /// (Q_p - rounding) / r_p with r_p decaying: once it reaches tau_q (a
+    /// multiplicative decrease) it grows with every later empty update, the
+    /// margin and W* = r T + q only fall, and W_p stays at most the largest of
+    /// W_p, W_p after the first update and W* after it. The probe trigger
+    /// counts quiet updates only while every packet in flight left within T of
+    /// the update, which, with none leaving or sent, stops holding once it
+    /// fails. None while a probing or confirming phase is under way or kept,
+    /// with a gate pending, a path out of rotation or a window open.
+    fn ticks_idle_until(&self, paths: &Paths, flow: &dyn FlowView) -> Option<Instant> {
+        if self.probing_until.is_some()
+            || self.confirm_span.is_some()
+            || self.next_gate.is_some()
+            || self.intervals_run_on
+            || paths.up() != self.paths.len()
+        {
+            return None;
+        }
+        let first = self.next_update?;
+        // The next tick first (a flow whose ACKs flow stops here), then the
+        // windows (a pass over the paths).
+        let next = self.path_due.iter().position(|&d| d == Some(first))?;
+        if self.update_may_open(next, first, paths) || self.any_open(paths) {
+            return None;
+        }
+        let mut horizon = Instant::MAX;
+        for (i, due) in self.path_due.iter().enumerate() {
+            match *due {
+                Some(due) if due < horizon && self.update_may_open(i, due, paths) => {
+                    if due == first {
+                        return None; // the next tick matters: nothing waits
+                    }
+                    horizon = due;
+                }
+                _ => {}
+            }
+        }
+        // Last, as it reads the sent table.
+        if self.probing_enabled && flow.sent_before_acked(first, self.max_base_rtt()) {
+            return None;
+        }
+        Some(horizon)
     }
 
     fn on_tick(&mut self, now: Instant, paths: &Paths, flow: &dyn FlowView) -> Tick {

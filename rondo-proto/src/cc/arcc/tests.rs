@@ -553,6 +553,27 @@ fn a_probe_ack_counts_by_the_phase_that_sent_the_probe() {
 /// that update counts for the intervals it lasted (the ACK-rate EWMA keeps
 /// alpha to that power). Off (the default), the path updates at every Tu,
 /// measuring a rate of zero in the empty intervals.
+/// A flow of one path (base RTT 20 us, Tu 10 us) with `inflight` packets in
+/// flight, after two ACKs in its first interval and the update at 30 us that
+/// takes them: an ACK rate of 0.2 packets per us. With the ACK it used.
+fn one_path_after_two_acks(cfg: &FlowConfig, inflight: u32) -> (Arcc, Paths, AckSample) {
+    let us = Duration::from_us;
+    let mut paths = Paths::new(cfg);
+    paths[0].srtt = Some(us(20));
+    for _ in 0..inflight {
+        paths.add_in_flight(0);
+    }
+    let mut a = Arcc::new(cfg, Instant::ZERO, &paths);
+    let ack = AckSample {
+        rtt: Some(us(20)),
+        ..AckSample::data(0, 0, false)
+    };
+    a.on_ack(Instant::from_us(20), &ack, &paths);
+    a.on_ack(Instant::from_us(25), &ack, &paths);
+    a.on_tick(Instant::from_us(30), &paths, &crate::cc::Backlogged);
+    (a, paths, ack)
+}
+
 #[test]
 fn an_interval_without_an_ack_runs_on_until_one_comes() {
     let us = Duration::from_us;
@@ -564,18 +585,7 @@ fn an_interval_without_an_ack_runs_on_until_one_comes() {
             intervals_run_on: run_on,
             ..FlowConfig::default()
         };
-        let mut paths = Paths::new(&cfg);
-        paths[0].srtt = Some(us(20));
-        paths.add_in_flight(0);
-        let mut a = Arcc::new(&cfg, Instant::ZERO, &paths);
-        let ack = AckSample {
-            rtt: Some(us(20)),
-            ..AckSample::data(0, 0, false)
-        };
-        // Two ACKs in the first interval (Tu = 10 us): a rate of 0.2 per us.
-        a.on_ack(Instant::from_us(20), &ack, &paths);
-        a.on_ack(Instant::from_us(25), &ack, &paths);
-        a.on_tick(Instant::from_us(30), &paths, &crate::cc::Backlogged);
+        let (mut a, paths, ack) = one_path_after_two_acks(&cfg, 1);
         assert_eq!(a.ack_rate(0), 0.2);
         // No ACK from 30 us to 70 us, then one.
         for t in [40, 50, 60] {
@@ -604,4 +614,44 @@ fn an_interval_without_an_ack_runs_on_until_one_comes() {
     assert_eq!(due, Some(Instant::from_us(70)));
     let every_tu = 0.8 * (0.2 * 0.8f64.powi(3)) + 0.2 * 0.1;
     assert!((rate - every_tu).abs() < 1e-12, "{rate}");
+}
+
+/// A flow with data waiting whose only path is shut, with more in flight than
+/// its window and no ACK since its last update: every later update without
+/// an ACK cuts the margin, so none opens the window and the ticks may wait
+/// for the flow's next event (`ticks_idle_until` says `Instant::MAX`); with an
+/// ACK in the interval the next update may open it, and nothing waits.
+#[test]
+fn empty_updates_of_a_shut_window_wait_for_the_next_ack() {
+    let us = Duration::from_us;
+    let cfg = FlowConfig {
+        paths: 1,
+        base_rtt: Some(vec![us(20)]),
+        probing: false,
+        ..FlowConfig::default()
+    };
+    let backlogged = &crate::cc::Backlogged;
+    // A pipe of 4 packets and a window of 4 plus the margin.
+    let start = |inflight: u32| one_path_after_two_acks(&cfg, inflight);
+    // Ten in flight: shut, and the inflight estimate of the queue (6 packets
+    // at 0.2 per us) is far above tau_q.
+    let (mut a, paths, ack) = start(10);
+    assert!(!a.any_open(&paths));
+    assert_eq!(a.poll_timeout(), Some(Instant::from_us(40)));
+    assert_eq!(a.ticks_idle_until(&paths, backlogged), Some(Instant::MAX));
+    // What the horizon promises: the updates run every Tu and none opens it.
+    for t in (40..=400).step_by(10) {
+        a.on_tick(Instant::from_us(t), &paths, backlogged);
+        assert!(!a.any_open(&paths), "open at {t} us");
+        assert_eq!(a.ticks_idle_until(&paths, backlogged), Some(Instant::MAX));
+    }
+    // An ACK in the interval: its update, the next, may open the window, and
+    // nothing waits.
+    a.on_ack(Instant::from_us(405), &ack, &paths);
+    assert_eq!(a.poll_timeout(), Some(Instant::from_us(410)));
+    assert_eq!(a.ticks_idle_until(&paths, backlogged), None);
+    // Two in flight: open; nothing waits.
+    let (a, paths, _) = start(2);
+    assert!(a.any_open(&paths));
+    assert_eq!(a.ticks_idle_until(&paths, backlogged), None);
 }
