@@ -1094,7 +1094,8 @@ impl CongestionControl for Arcc {
         let mut horizon = Instant::MAX;
         for (i, due) in self.path_due.iter().enumerate() {
             match *due {
-                Some(due) if due < horizon && self.update_may_open(i, due, paths) => {
+                // `next` was asked above.
+                Some(due) if i != next && due < horizon && self.update_may_open(i, due, paths) => {
                     if due == first {
                         return None; // the next tick matters: nothing waits
                     }

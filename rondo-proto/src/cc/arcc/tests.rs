@@ -548,11 +548,6 @@ fn a_probe_ack_counts_by_the_phase_that_sent_the_probe() {
     assert_eq!(credit(&a, 0), (credit0 + 1, acks0 + 1));
 }
 
-/// `FlowConfig::intervals_run_on`: an update interval without an ACK sets no
-/// timer and runs on; the ACK that falls into it brings the update at once, and
-/// that update counts for the intervals it lasted (the ACK-rate EWMA keeps
-/// alpha to that power). Off (the default), the path updates at every Tu,
-/// measuring a rate of zero in the empty intervals.
 /// A flow of one path (base RTT 20 us, Tu 10 us) with `inflight` packets in
 /// flight, after two ACKs in its first interval and the update at 30 us that
 /// takes them: an ACK rate of 0.2 packets per us. With the ACK it used.
@@ -574,6 +569,11 @@ fn one_path_after_two_acks(cfg: &FlowConfig, inflight: u32) -> (Arcc, Paths, Ack
     (a, paths, ack)
 }
 
+/// `FlowConfig::intervals_run_on`: an update interval without an ACK sets no
+/// timer and runs on; the ACK that falls into it brings the update at once, and
+/// that update counts for the intervals it lasted (the ACK-rate EWMA keeps
+/// alpha to that power). Off (the default), the path updates at every Tu,
+/// measuring a rate of zero in the empty intervals.
 #[test]
 fn an_interval_without_an_ack_runs_on_until_one_comes() {
     let us = Duration::from_us;
